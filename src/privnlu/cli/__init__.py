@@ -1,0 +1,1 @@
+"""The ``privnlu`` command line."""

@@ -1,0 +1,131 @@
+"""Arguments and helpers shared by several subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import PrivnluError
+from ..experiments.pipeline import RunSpec
+from ..mechanisms.texthide import parse_m
+from ..rng import SEED_WARNING
+from ..training import TrainConfig
+from ..training.trainer import EVAL_MASKS
+
+
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} must be >= 1")
+    return v
+
+
+def int_list(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of integers") from None
+
+
+def m_list(text: str) -> list[float]:
+    try:
+        return [parse_m(x) for x in text.split(",") if x.strip()]
+    except PrivnluError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def m_value(text: str) -> float:
+    try:
+        return parse_m(text)
+    except PrivnluError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_data_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("data")
+    g.add_argument("--task", required=True, help="task name (see `privnlu tasks`), e.g. sst2, cola, tweets")
+    g.add_argument("--data-dir", help="GLUE data folder (default: $PRIVNLU_DATA, else ../shared/data/glue)")
+    g.add_argument("--train-limit", type=positive_int, help="use only the first N training examples")
+    g.add_argument("--dev-limit", type=positive_int, help="use only the first N dev examples")
+
+
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("encoder")
+    g.add_argument("--model", help="a local Hugging Face model folder (default: packaged all-MiniLM-L6-v2)")
+    g.add_argument("--pooling", default="cls", choices=["cls", "pooler", "mean"], help="sentence representation (default: cls)")
+    g.add_argument("--max-length", type=positive_int, default=128, help="max tokens per example (default: 128)")
+    g.add_argument("--encode-batch-size", type=positive_int, default=64)
+    g.add_argument("--bf16", action="store_true", help="encode under bfloat16 autocast (faster on AMX CPUs and GPUs)")
+    g.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    g.add_argument("--cache-dir", help="feature cache folder (default: $PRIVNLU_CACHE or ~/.cache/privnlu)")
+    g.add_argument("--refresh-cache", action="store_true", help="recompute cached features")
+
+
+def add_texthide_args(p: argparse.ArgumentParser, *, grid: bool = False) -> None:
+    g = p.add_argument_group("TextHide")
+    if not grid:
+        g.add_argument("--scheme", default="none", choices=["none", "texthide"], help="privacy scheme (default: none)")
+        g.add_argument("--m", type=m_value, default=None, help="mask pool size: 0 (no mask), N, or inf (default with texthide: 256)")
+        g.add_argument("--k", type=int, default=None, help="representations mixed per encoding (default with texthide: 4)")
+    g.add_argument("--inter", action="store_true", help="TextHide-inter: floor(k/2) components from a public corpus")
+    g.add_argument("--public", default="wiki", help="public corpus: 'wiki' (packaged) or a text file, one sentence per line")
+    g.add_argument("--public-size", type=positive_int, default=20000, help="public sentences to use (default: 20000)")
+
+
+def add_train_args(p: argparse.ArgumentParser, *, epochs: int = 20, lr: float = 1e-3) -> None:
+    g = p.add_argument_group("training")
+    g.add_argument("--mode", default="frozen", choices=["frozen", "joint"], help="frozen features + MLP head, or joint fine-tuning")
+    g.add_argument("--epochs", type=positive_int, default=epochs)
+    g.add_argument("--lr", type=float, default=lr, help=f"head learning rate (default: {lr})")
+    g.add_argument("--encoder-lr", type=float, default=2e-5, help="encoder learning rate in joint mode (default: 2e-5)")
+    g.add_argument("--batch-size", type=positive_int, default=64)
+    g.add_argument("--weight-decay", type=float, default=0.01)
+    g.add_argument("--hidden", type=int_list, help="head hidden sizes, e.g. 768,768,768 (default: d,d,d)")
+    g.add_argument("--eval-mask", default="none", choices=list(EVAL_MASKS),
+                   help="mask dev representations with a pool mask, as the reference code did (default: none)")
+    g.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes every secret reproducible")
+    g.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def train_config(args: argparse.Namespace) -> TrainConfig:
+    return TrainConfig(
+        epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, weight_decay=args.weight_decay,
+        hidden=tuple(args.hidden) if args.hidden else None, eval_mask=args.eval_mask, seed=args.seed,
+    )
+
+
+def run_spec(args: argparse.Namespace, **override) -> RunSpec:
+    scheme = override.pop("scheme", getattr(args, "scheme", "none"))
+    m = override.pop("m", getattr(args, "m", None))
+    k = override.pop("k", getattr(args, "k", None))
+    if scheme == "texthide":
+        m = 256 if m is None else m
+        k = 4 if k is None else k
+    else:
+        m, k = (0 if m is None else m), (1 if k is None else k)
+    if args.lr is not None and not args.lr > 0:
+        raise PrivnluError(f"the learning rate must be positive, not {args.lr}")
+    return RunSpec(
+        task=args.task, model=args.model, pooling=args.pooling, scheme=scheme, m=m, k=k,
+        inter=override.pop("inter", args.inter), public=args.public, public_size=args.public_size, mode=args.mode,
+        max_length=args.max_length, train_limit=args.train_limit, dev_limit=args.dev_limit, data_dir=args.data_dir,
+        cache_dir=args.cache_dir, bf16=args.bf16, device=args.device, encode_batch_size=args.encode_batch_size,
+        encoder_lr=args.encoder_lr, train=train_config(args), **override,
+    )
+
+
+def warn_seed(args: argparse.Namespace) -> None:
+    if getattr(args, "seed", None) is not None:
+        sys.stderr.write(f"WARNING: {SEED_WARNING}\n")
+
+
+def say(msg: str) -> None:
+    sys.stderr.write(msg + "\n")
+
+
+def out_path(text: str | None, default: Path) -> Path:
+    return Path(text) if text else default

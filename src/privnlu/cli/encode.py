@@ -1,0 +1,60 @@
+"""``privnlu encode``: privatize a dataset's representations for a downstream party."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+from ..errors import PrivnluError
+from ..experiments.pipeline import make_hider, prepare
+from ..mechanisms.release import hide_dataset
+from ..rng import SecretGenerator
+from ..training import targets_from_labels
+from .common import add_data_args, add_model_args, add_texthide_args, positive_int, run_spec, say, warn_seed
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("encode", help="write TextHide encodings and mixed labels for a downstream party",
+                       description="Encode a split with (m, k)-TextHide. The shared file holds only encodings and mixed "
+                                   "labels; the key file (mask pool and one-time keys) is written separately, mode 0600.")
+    add_data_args(p)
+    add_model_args(p)
+    add_texthide_args(p)
+    p.add_argument("--split", default="train", help="which split to encode (default: train)")
+    p.add_argument("--epochs", type=positive_int, default=1, help="encode every example this many times, fresh keys each time")
+    p.add_argument("--batch-size", type=positive_int, default=64)
+    p.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes every secret reproducible")
+    p.add_argument("--out", required=True, help="shared output file (.pt): encodings and mixed labels")
+    p.add_argument("--key-out", required=True, help="key file (.pt, mode 0600): keep it private")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=run, scheme="texthide", mode="frozen", lr=1.0, encoder_lr=2e-5, weight_decay=0.0, hidden=None, eval_mask="none")
+
+
+def run(args: argparse.Namespace) -> int:
+    warn_seed(args)
+    if Path(args.out).resolve() == Path(args.key_out).resolve():
+        raise PrivnluError("--out and --key-out must be different files: the key never travels with the encodings")
+    spec = replace(run_spec(args), scheme="texthide")  # --scheme none is the (0, 1) identity release
+    prep = prepare(spec, progress=not args.quiet, refresh_cache=args.refresh_cache)
+    if args.split == "train":
+        ds, x = prep.train, prep.train_x
+    elif args.split in prep.evals:
+        ds, x = prep.evals[args.split], prep.eval_x[args.split]
+    else:
+        raise PrivnluError(f"unknown split '{args.split}' for {prep.task.name}; use train or {', '.join(prep.evals)}")
+    assert x is not None
+    n_out = 1 if prep.task.is_regression else len(prep.task.label_names)
+    y = targets_from_labels(torch.tensor(ds.labels), n_out, regression=prep.task.is_regression)
+    rng = SecretGenerator(args.seed, warn=False) if args.seed is not None else SecretGenerator()
+    hider = make_hider(spec, prep.encoder.dim, rng, prep.public_x)
+    assert hider is not None
+    payload, key = hide_dataset(hider, x, y, epochs=args.epochs, batch_size=args.batch_size,
+                                meta={"task": prep.task.name, "split": args.split, "label_names": list(prep.task.label_names),
+                                      "encoder": prep.encoder.name, "pooling": spec.pooling})
+    key.save(args.key_out)
+    payload.save(args.out)
+    say(f"wrote {len(payload.x)} encodings to {args.out}; key material to {args.key_out} (mode 0600, keep it private)")
+    return 0

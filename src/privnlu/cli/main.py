@@ -1,0 +1,53 @@
+"""Entry point: ``privnlu <command> ...``.
+
+Each subcommand lives in its own module with a ``register(subparsers)``
+function; add a module name to :data:`COMMAND_MODULES` to add a command.
+User errors print one line and exit with code 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import warnings
+
+from ..errors import PrivnluError
+
+COMMAND_MODULES = ("train", "encode", "sweep", "demo", "report", "tasks")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is a single line and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="privnlu", description="Privacy-preserving NLU: TextHide, attacks, DP encoding, d_chi-privacy.")
+    parser.add_argument("--version", action="version", version=f"privnlu {__import__('privnlu').__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"{__package__}.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    warnings.filterwarnings("ignore", message=".*privnlu: a fixed --seed.*")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except PrivnluError as exc:
+        sys.stderr.write(f"privnlu: error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("privnlu: interrupted; finished results and checkpoints are intact (rerun with --resume)\n")
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,23 @@
+"""``privnlu report``: result JSONs -> one HTML page with plots."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..report import build_report
+from .common import say
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="turn result JSONs into one HTML page with plots",
+                       description="Collect result JSONs (files, or folders searched recursively) into <out>/index.html.")
+    p.add_argument("results", nargs="+", help="result JSON files or folders")
+    p.add_argument("--out", default="runs/report", help="output folder (default: runs/report)")
+    p.add_argument("--title", default="privnlu report")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    page = build_report(args.results, args.out, title=args.title)
+    say(f"report: {page.resolve()}")
+    return 0

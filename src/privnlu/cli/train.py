@@ -1,0 +1,34 @@
+"""``privnlu train``: one training run (baseline or TextHide), frozen or joint."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..experiments.pipeline import prepare, train_run
+from .common import add_data_args, add_model_args, add_texthide_args, add_train_args, run_spec, say, warn_seed
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train a model on (privatized) data",
+                       description="Train a head (frozen encoder) or the encoder and head jointly, without privacy "
+                                   "or with (m, k)-TextHide. Writes <out>/result.json atomically.")
+    add_data_args(p)
+    add_model_args(p)
+    add_texthide_args(p)
+    add_train_args(p)
+    p.add_argument("--out", help="run folder (default: runs/train/<label>)")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted run from its last checkpoint")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    warn_seed(args)
+    spec = run_spec(args)
+    run_dir = Path(args.out) if args.out else Path("runs/train") / spec.label
+    prep = prepare(spec, progress=not args.quiet, refresh_cache=args.refresh_cache)
+    rec = train_run(spec, prep, out=run_dir / "result.json", run_dir=run_dir, resume=args.resume, progress=not args.quiet)
+    split = next(iter(rec["eval"]))
+    say(f"{rec['label']}: {prep.task.metric} score {rec['score']:.2f} on {split} "
+        f"(best epoch {rec['best_score']:.2f}); results in {run_dir / 'result.json'}")
+    return 0

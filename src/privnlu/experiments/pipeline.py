@@ -1,0 +1,253 @@
+"""The shared TextHide pipeline: data -> representations -> TextHide -> head -> metrics.
+
+``train``, ``sweep``, ``demo`` and the paper recipes all go through
+:func:`prepare` (load data, encode or read the feature cache) and
+:func:`train_run` (one (m, k) point), so no recipe repeats this logic.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import torch
+
+from .. import __version__
+from ..data import TextDataset, get_task, load_public_corpus
+from ..data.tasks import TaskSpec
+from ..errors import PrivnluError
+from ..io import write_json_atomic
+from ..mechanisms.texthide import INF, MaskPool, TextHide, check_k, m_label, parse_m
+from ..models import FeatureCache, MLPHead, config_summary, load_encoder
+from ..models.encoder import SentenceEncoder
+from ..models.features import extract_features
+from ..rng import SecretGenerator
+from ..training import TrainConfig, fit, targets_from_labels
+
+SCHEMES = ("none", "texthide")
+MODES = ("frozen", "joint")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that defines one training run (saved in its results JSON)."""
+
+    task: str
+    model: str | None = None
+    pooling: str = "cls"
+    scheme: str = "none"
+    m: float = 0
+    k: int = 1
+    inter: bool = False
+    public: str = "wiki"
+    public_size: int = 20000
+    mode: str = "frozen"
+    max_length: int = 128
+    train_limit: int | None = None
+    dev_limit: int | None = None
+    data_dir: str | None = None
+    cache_dir: str | None = None
+    bf16: bool = False
+    device: str = "cpu"
+    encode_batch_size: int = 64
+    encoder_lr: float = 2e-5
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def __post_init__(self) -> None:
+        if self.scheme not in SCHEMES:
+            raise PrivnluError(f"unknown scheme '{self.scheme}'; choose one of {', '.join(SCHEMES)}")
+        if self.mode not in MODES:
+            raise PrivnluError(f"unknown mode '{self.mode}'; choose one of {', '.join(MODES)}")
+        object.__setattr__(self, "m", parse_m(self.m))
+        check_k(self.k)
+        if self.scheme == "none" and (self.m != 0 or self.k != 1 or self.inter):
+            raise PrivnluError("scheme 'none' takes no m, k or --inter; use --scheme texthide")
+        if self.inter and self.k < 2:
+            raise PrivnluError("TextHide-inter needs k >= 2")
+        for name in ("max_length", "public_size", "encode_batch_size"):
+            if getattr(self, name) < 1:
+                raise PrivnluError(f"{name.replace('_', '-')} must be >= 1")
+        if not self.encoder_lr > 0:
+            raise PrivnluError(f"the encoder learning rate must be positive, not {self.encoder_lr}")
+
+    @property
+    def variant(self) -> str:
+        if self.scheme == "none":
+            return "baseline"
+        return "texthide-inter" if self.inter else "texthide-intra"
+
+    @property
+    def label(self) -> str:
+        base = f"{self.task}-{self.variant}"
+        return base if self.scheme == "none" else f"{base}-m{m_label(self.m)}-k{self.k}"
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["m"] = m_label(self.m)
+        return d
+
+
+@dataclass
+class Prepared:
+    """Data and representations for a task, ready for any number of (m, k) runs."""
+
+    task: TaskSpec
+    encoder: SentenceEncoder
+    train: TextDataset
+    evals: dict[str, TextDataset]
+    train_x: torch.Tensor | None
+    eval_x: dict[str, torch.Tensor]
+    public_x: torch.Tensor | None
+    public_texts: list[str] | None
+
+
+def load_splits(spec: RunSpec) -> tuple[TaskSpec, TextDataset, dict[str, TextDataset]]:
+    task = get_task(spec.task)
+    train = task.load("train", spec.data_dir).head(spec.train_limit)
+    evals = {s: task.load(s, spec.data_dir).head(spec.dev_limit) for s in task.eval_splits}
+    return task, train, evals
+
+
+def prepare(spec: RunSpec, *, progress: bool = True, encoder: SentenceEncoder | None = None, refresh_cache: bool = False) -> Prepared:
+    """Load the task and its representations (from the feature cache in frozen mode)."""
+    task, train, evals = load_splits(spec)
+    enc = encoder or load_encoder(spec.model, pooling=spec.pooling, device=spec.device)
+    cache = FeatureCache(spec.cache_dir, refresh=refresh_cache)
+    kw = dict(max_length=spec.max_length, batch_size=spec.encode_batch_size, bf16=spec.bf16, progress=progress)
+    public_ds = load_public_corpus(spec.public, spec.public_size) if spec.inter else None
+    if spec.mode == "joint":
+        return Prepared(task, enc, train, evals, None, {}, None, public_ds.texts_a if public_ds else None)
+    train_x = cache.get(enc, train, **kw).features
+    eval_x = {s: cache.get(enc, ds, **kw).features for s, ds in evals.items()}
+    public_x = cache.get(enc, public_ds, **kw).features if public_ds is not None else None
+    return Prepared(task, enc, train, evals, train_x, eval_x, public_x, None)
+
+
+def make_hider(spec: RunSpec, dim: int, rng: SecretGenerator, public_x: torch.Tensor | None, pool: MaskPool | None = None) -> TextHide | None:
+    if spec.scheme == "none":
+        return None
+    return TextHide(spec.m, spec.k, dim=dim, rng=rng, public=public_x if spec.inter else None, pool=pool)
+
+
+def _labels(ds: TextDataset) -> torch.Tensor:
+    return torch.tensor(ds.labels, dtype=torch.float32 if ds.is_regression else torch.long)
+
+
+def train_run(
+    spec: RunSpec,
+    prep: Prepared,
+    *,
+    out: Path | None = None,
+    run_dir: Path | None = None,
+    resume: bool = False,
+    progress: bool = True,
+    group: str = "train",
+) -> dict:
+    """Train one run and return (and, with ``out``, atomically write) its results record.
+
+    With ``run_dir``, a per-epoch checkpoint and the mask pool (key material,
+    mode 0600) are kept there so that ``resume=True`` continues an interrupted run.
+    """
+    t0 = time.time()
+    task, cfg = prep.task, spec.train
+    rng = SecretGenerator(cfg.seed, warn=False) if cfg.seed is not None else SecretGenerator()
+    if cfg.seed is not None:
+        torch.manual_seed(cfg.seed)  # model initialisation only; secrets use `rng`
+    dim = prep.encoder.dim
+    num_out = 1 if task.is_regression else len(task.label_names)
+    head = MLPHead(dim, num_out, cfg.hidden, cfg.dropout).to(spec.device)
+    pool = None
+    key_path = run_dir / "key.pt" if run_dir is not None else None
+    if spec.scheme == "texthide" and key_path is not None and resume and key_path.exists():
+        pool = MaskPool.load(key_path)
+    hider = make_hider(spec, dim, rng, prep.public_x, pool)
+    if hider is not None and key_path is not None and hider.pool.masks is not None and pool is None:
+        hider.pool.save(key_path)
+    targets = targets_from_labels(_labels(prep.train), num_out, regression=task.is_regression)
+    eval_labels = {s: _labels(ds) for s, ds in prep.evals.items()}
+    common = dict(task=task, head=head, targets=targets, config=cfg, hider=hider, progress=progress, resume=resume,
+                  checkpoint=run_dir / "checkpoint.pt" if run_dir is not None else None)
+
+    if spec.mode == "frozen":
+        assert prep.train_x is not None
+        train_x = prep.train_x.to(spec.device)
+        state = fit(represent=lambda idx: train_x[idx.to(train_x.device)],
+                    eval_sets=lambda: {s: (prep.eval_x[s], eval_labels[s]) for s in prep.evals}, **common)
+    else:
+        state = _fit_joint(spec, prep, eval_labels, hider, rng, common)
+    final = state.history[-1]["eval"]
+    first = task.eval_splits[0]
+    record = {
+        "kind": "train",
+        "group": group,
+        "privnlu": __version__,
+        "label": spec.label,
+        "task": task.name,
+        "variant": spec.variant,
+        "scheme": spec.scheme,
+        "m": m_label(spec.m),
+        "k": spec.k,
+        "inter": spec.inter,
+        "mode": spec.mode,
+        "metric": task.metric,
+        "eval": final,
+        "score": final[first]["score"],
+        "best_score": max(h["eval"][first]["score"] for h in state.history),
+        "n_train": len(prep.train),
+        "n_eval": {s: len(ds) for s, ds in prep.evals.items()},
+        "encoder": config_summary(prep.encoder),
+        "spec": spec.to_json(),
+        "experiment_seed": cfg.seed,
+        "history": state.history,
+        "seconds": round(time.time() - t0, 2),
+    }
+    if out is not None:
+        write_json_atomic(out, record)
+    return record
+
+
+def _fit_joint(spec: RunSpec, prep: Prepared, eval_labels, hider, rng: SecretGenerator, common: dict):
+    """Joint fine-tuning: the encoder runs inside the training step, with gradients."""
+    enc = prep.encoder
+    tok = enc.tokenize(prep.train.texts_a, prep.train.texts_b, max_length=spec.max_length, padding="max_length")
+
+    def represent(idx: torch.Tensor) -> torch.Tensor:
+        batch = {k: v[idx] for k, v in tok.items()}
+        width = int(batch["attention_mask"].sum(1).max())
+        batch = {k: v[:, :width].to(spec.device) for k, v in batch.items()}
+        return enc(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"))
+
+    def eval_sets():
+        kw = dict(max_length=spec.max_length, batch_size=spec.encode_batch_size, bf16=spec.bf16, progress=False)
+        return {s: (extract_features(enc, ds.texts_a, ds.texts_b, **kw), eval_labels[s]) for s, ds in prep.evals.items()}
+
+    public = None
+    if spec.inter:
+        texts = prep.public_texts or []
+
+        @torch.no_grad()
+        def public(b: int) -> torch.Tensor:
+            idx = rng.randint(len(texts), b).tolist()
+            t = enc.tokenize([texts[i] for i in idx], max_length=spec.max_length)
+            t = {k: v.to(spec.device) for k, v in t.items()}
+            return enc(t["input_ids"], t["attention_mask"], t.get("token_type_ids"))
+
+    return fit(represent=represent, eval_sets=eval_sets, public=public, extra_params=list(enc.parameters()),
+               extra_modules={"encoder": enc}, extra_lr=spec.encoder_lr, **common)
+
+
+def with_scheme(spec: RunSpec, *, m: float, k: int, inter: bool = False) -> RunSpec:
+    """The same run with another (m, k) point; (0, 1) without --inter is the baseline."""
+    if m == 0 and k == 1 and not inter:
+        return replace(spec, scheme="none", m=0, k=1, inter=False)
+    return replace(spec, scheme="texthide", m=m, k=k, inter=inter)
+
+
+def grid_label(m: float, k: int) -> str:
+    return f"m{m_label(m)}-k{k}"
+
+
+def is_finite_m(m: float) -> bool:
+    return m != INF and not math.isinf(m)

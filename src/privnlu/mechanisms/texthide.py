@@ -1,0 +1,234 @@
+"""(m, k)-TextHide (Huang et al., Findings of EMNLP 2020, Algorithm 1).
+
+For a batch ``X`` of ``b`` sentence representations with (one-hot or scalar)
+labels ``Y``, TextHide draws ``k-1`` random permutations ``pi_2..pi_k`` of the
+batch (``pi_1`` is the identity), and for every example ``i``
+
+    lambda_i ~ |N(0, I_k)|,  lambda_i <- lambda_i / sum_j lambda_ij
+    x~_i = sigma_{s_i} o sum_j lambda_ij X[pi_j(i)]          (mixing, then masking)
+    y~_i = sum_j lambda_ij Y[pi_j(i)]
+
+where ``sigma_{s_i}`` is a sign mask in {-1, +1}^d drawn uniformly from a secret
+pool of ``m`` masks. ``m = 0`` means no mask and ``m = inf`` a fresh mask per
+example; ``(m, k) = (0, 1)`` is the identity.
+
+**TextHide-inter** (Section 3.3) takes ``ceil(k/2)`` components from the private
+batch and ``floor(k/2)`` from a public corpus; its label uses the private
+components only, renormalised: ``y~_i = sum_{j private} lambda_ij Y[pi_j(i)] /
+sum_{j private} lambda_ij``. (The reference code instead gave the public
+components the labels of random private examples; privnlu follows the paper.)
+
+All randomness (permutations, public partners, coefficients, mask choices and
+the pool itself) comes from a :class:`~privnlu.rng.SecretGenerator` and is fresh
+on every call: one-time keys, new each epoch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..errors import PrivnluError
+from ..io import write_secret
+from ..rng import SecretGenerator
+
+INF = math.inf
+
+
+def parse_m(value: str | int | float) -> float:
+    """Parse a pool size: a non-negative integer or ``inf``."""
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in ("inf", "infinity", "oo"):
+            return INF
+        try:
+            value = int(v)
+        except ValueError:
+            raise PrivnluError(f"m must be a non-negative integer or 'inf', not '{value}'") from None
+    if value != INF and (value < 0 or int(value) != value):
+        raise PrivnluError(f"m must be a non-negative integer or 'inf', not {value} (m = 0 means no mask)")
+    return float(value) if value == INF else int(value)
+
+
+def check_k(k: int, batch_size: int | None = None) -> None:
+    if not isinstance(k, int) or k < 1:
+        raise PrivnluError(f"k must be an integer >= 1, not {k} (k = 1 means no mixing)")
+    if batch_size is not None and k > batch_size:
+        raise PrivnluError(f"k = {k} is larger than the batch size {batch_size}; use a batch of at least k examples")
+
+
+def m_label(m: float) -> str:
+    return "inf" if m == INF else str(int(m))
+
+
+class MaskPool:
+    """A secret pool of ``m`` sign masks in {-1, +1}^d.
+
+    The masks are key material: ``repr`` never shows them, and :meth:`save`
+    writes them with file mode 0600.
+    """
+
+    def __init__(self, m: float, dim: int, masks: torch.Tensor | None = None) -> None:
+        self.m = parse_m(m)
+        self.dim = int(dim)
+        if masks is not None and (self.m == INF or masks.shape != (int(self.m), dim)):
+            raise PrivnluError("mask pool shape does not match (m, d)")
+        self._masks = masks
+
+    @classmethod
+    def generate(cls, m: float, dim: int, rng: SecretGenerator) -> "MaskPool":
+        m = parse_m(m)
+        masks = rng.signs((int(m), dim)) if m not in (0, INF) else None
+        return cls(m, dim, masks)
+
+    def __repr__(self) -> str:
+        return f"MaskPool(m={m_label(self.m)}, d={self.dim}, <secret>)"
+
+    def __len__(self) -> int:
+        return 0 if self.m == INF else int(self.m)
+
+    @property
+    def masks(self) -> torch.Tensor | None:
+        return self._masks
+
+    def draw(self, n: int, rng: SecretGenerator) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """Masks for ``n`` examples and the pool indices used (None where not from the pool)."""
+        if self.m == 0:
+            return None, None
+        if self.m == INF:
+            return rng.signs((n, self.dim)), None
+        idx = rng.randint(int(self.m), n)
+        return self._masks[idx], idx  # type: ignore[index]
+
+    def save(self, path: str | Path) -> Path:
+        """Write the pool (key material) with mode 0600."""
+        return write_secret(path, {"m": m_label(self.m), "dim": self.dim, "masks": self._masks})
+
+    @classmethod
+    def load(cls, path: str | Path) -> "MaskPool":
+        try:
+            blob = torch.load(path, map_location="cpu", weights_only=True)
+            return cls(parse_m(blob["m"]), int(blob["dim"]), blob["masks"])
+        except PrivnluError:
+            raise
+        except Exception:
+            raise PrivnluError(f"{path}: not a privnlu mask pool file") from None
+
+
+@dataclass(frozen=True)
+class HiddenBatch:
+    """The output of TextHide on one batch.
+
+    ``x`` and ``y`` are what may be shared. ``partners``, ``coeffs``, ``public``
+    and ``mask_ids`` are the one-time key: never give them to anyone else.
+    ``partners[i, j]`` indexes the private batch where ``public[i, j]`` is False
+    and the public set where it is True.
+    """
+
+    x: torch.Tensor
+    y: torch.Tensor
+    partners: torch.Tensor
+    coeffs: torch.Tensor
+    public: torch.Tensor
+    mask_ids: torch.Tensor | None
+
+
+def mixing_coefficients(b: int, k: int, rng: SecretGenerator) -> torch.Tensor:
+    """``lambda ~ |N(0, I_k)|`` normalised to sum 1, one row per example (exactly 1 for k = 1)."""
+    if k == 1:
+        return torch.ones(b, 1)
+    lam = rng.normal((b, k)).abs()
+    return lam / lam.sum(dim=1, keepdim=True)
+
+
+def mix(rows: list[torch.Tensor], coeffs: torch.Tensor) -> torch.Tensor:
+    """``sum_j coeffs[:, j] * rows[j]`` without materialising a (b, k, d) tensor."""
+    out = rows[0] * coeffs[:, :1].to(rows[0].dtype)
+    for j in range(1, len(rows)):
+        out = out + rows[j] * coeffs[:, j : j + 1].to(rows[j].dtype)
+    return out
+
+
+class TextHide:
+    """(m, k)-TextHide, intra- or inter-dataset.
+
+    Args:
+        m: pool size (0 = no mask, ``inf`` = a fresh mask per example).
+        k: number of representations mixed into each encoding.
+        dim: representation width ``d``.
+        rng: the secret generator (see :mod:`privnlu.rng`).
+        public: for TextHide-inter, representations of a public corpus, shape (N, d).
+        pool: an existing :class:`MaskPool` (e.g. loaded from a key file); else one is drawn.
+    """
+
+    def __init__(
+        self, m: float, k: int, *, dim: int, rng: SecretGenerator, public: torch.Tensor | None = None,
+        pool: MaskPool | None = None,
+    ) -> None:
+        check_k(k)
+        self.m = parse_m(m)
+        self.k = k
+        self.dim = dim
+        self.rng = rng
+        self.public = public
+        if public is not None:
+            if k < 2:
+                raise PrivnluError("TextHide-inter needs k >= 2 (floor(k/2) public components)")
+            if public.ndim != 2 or public.shape[1] != dim or len(public) == 0:
+                raise PrivnluError("the public representations must be a non-empty (N, d) matrix")
+        self.pool = pool if pool is not None else MaskPool.generate(self.m, dim, rng)
+        if self.pool.m != self.m or self.pool.dim != dim:
+            raise PrivnluError("the mask pool does not match (m, d)")
+
+    def __repr__(self) -> str:
+        return f"TextHide(m={m_label(self.m)}, k={self.k}, {'inter' if self.inter else 'intra'})"
+
+    @property
+    def inter(self) -> bool:
+        return self.public is not None
+
+    @property
+    def n_private(self) -> int:
+        return math.ceil(self.k / 2) if self.inter else self.k
+
+    def hide(self, x: torch.Tensor, y: torch.Tensor, *, public: torch.Tensor | None = None) -> HiddenBatch:
+        """Algorithm 1 on one batch; ``y`` is (b, c) one-hot/soft labels or (b, 1) scores.
+
+        ``public`` overrides the public representations for this call (joint
+        fine-tuning re-encodes a public mini-batch with the current encoder).
+        """
+        public = self.public if public is None else public
+        b = x.shape[0]
+        check_k(self.n_private, b)
+        if x.shape[1] != self.dim:
+            raise PrivnluError(f"representations have width {x.shape[1]}, expected {self.dim}")
+        k, kp = self.k, self.n_private
+        perms = [torch.arange(b)] + [self.rng.permutation(b) for _ in range(kp - 1)]
+        rows = [x[p] for p in perms]
+        partners = torch.stack(perms, dim=1)
+        public_flags = torch.zeros(b, k, dtype=torch.bool)
+        if self.inter:
+            assert public is not None
+            pub_idx = self.rng.randint(len(public), (b, k - kp))
+            pub = public.to(device=x.device, dtype=x.dtype)
+            rows += [pub[pub_idx[:, j].to(x.device)] for j in range(k - kp)]
+            partners = torch.cat([partners, pub_idx], dim=1)
+            public_flags[:, kp:] = True
+        coeffs = mixing_coefficients(b, k, self.rng).to(x.device)
+        mixed = mix(rows, coeffs)
+        # labels: private components only, renormalised (identical to the plain mix when intra)
+        priv = coeffs[:, :kp]
+        priv = priv / priv.sum(dim=1, keepdim=True)
+        y_mixed = mix([y[p.to(y.device)] for p in perms], priv.to(y.device))
+        masks, mask_ids = self.pool.draw(b, self.rng)
+        if masks is not None:
+            mixed = mixed * masks.to(device=x.device, dtype=x.dtype)
+        return HiddenBatch(mixed, y_mixed, partners, coeffs, public_flags, mask_ids)
+
+    def mask_only(self, x: torch.Tensor) -> torch.Tensor:
+        """Mask each row with a pool mask and no mixing (the reference code's dev-set encoding)."""
+        masks, _ = self.pool.draw(x.shape[0], self.rng)
+        return x if masks is None else x * masks.to(device=x.device, dtype=x.dtype)

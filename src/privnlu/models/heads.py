@@ -1,0 +1,29 @@
+"""Task heads on top of sentence representations."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from torch import nn
+
+
+class MLPHead(nn.Module):
+    """The TextHide classifier: an MLP with ReLU hidden layers.
+
+    The paper uses hidden sizes (768, 768, 768) on bert-base; privnlu's default
+    is (d, d, d) with d the encoder width.
+    """
+
+    def __init__(self, d_in: int, num_outputs: int, hidden: Sequence[int] | None = None, dropout: float = 0.1) -> None:
+        super().__init__()
+        hidden = tuple(hidden) if hidden is not None else (d_in, d_in, d_in)
+        layers: list[nn.Module] = []
+        width = d_in
+        for h in hidden:
+            layers += [nn.Linear(width, h), nn.ReLU(), nn.Dropout(dropout)]
+            width = h
+        layers.append(nn.Linear(width, num_outputs))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)

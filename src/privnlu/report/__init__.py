@@ -1,0 +1,22 @@
+"""``privnlu report``: result JSONs -> one HTML page with plots.
+
+Sections register themselves (see :mod:`privnlu.report.registry`); each feature
+area has one module listed in :data:`SECTION_MODULES`.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .builder import build_report, load_results
+from .registry import SECTIONS, Context, section, table
+
+SECTION_MODULES = ("texthide_sections",)
+
+
+def load_sections() -> None:
+    for name in SECTION_MODULES:
+        importlib.import_module(f"{__name__}.{name}")
+
+
+__all__ = ["SECTIONS", "Context", "build_report", "load_results", "load_sections", "section", "table"]

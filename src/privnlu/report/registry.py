@@ -1,0 +1,69 @@
+"""The report's section registry.
+
+A section is a function ``render(results, ctx) -> html | None`` registered with
+:func:`section`. It receives every result record loaded for the report (dicts
+from the results JSONs, each with a ``kind``) and returns an HTML fragment, or
+None when it has nothing to show. Figures are saved with :meth:`Context.figure`.
+Later features add a module to :data:`privnlu.report.SECTION_MODULES`.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+Render = Callable[[list[dict], "Context"], "str | None"]
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    title: str
+    order: int
+    render: Render
+
+
+SECTIONS: dict[str, Section] = {}
+
+
+def section(name: str, title: str, order: int = 100) -> Callable[[Render], Render]:
+    """Decorator: register ``render`` as a report section."""
+
+    def deco(fn: Render) -> Render:
+        SECTIONS[name] = Section(name, title, order, fn)
+        return fn
+
+    return deco
+
+
+@dataclass
+class Context:
+    """Where a section writes its figures."""
+
+    out_dir: Path
+    figures: list[str] = field(default_factory=list)
+
+    def figure(self, fig, name: str, alt: str) -> str:
+        """Save a matplotlib figure as PNG beside the page; return an <img> tag."""
+        import matplotlib.pyplot as plt
+
+        fname = f"{name}.png"
+        fig.savefig(self.out_dir / fname, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        self.figures.append(fname)
+        return f'<img src="{fname}" alt="{html.escape(alt)}">'
+
+
+def table(headers: list[str], rows: list[list[object]]) -> str:
+    """A plain HTML table; floats are shown with 2 decimals."""
+
+    def cell(v: object) -> str:
+        if isinstance(v, float):
+            return f"{v:.2f}"
+        return html.escape("" if v is None else str(v))
+
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

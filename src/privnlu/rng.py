@@ -1,0 +1,109 @@
+"""Secret randomness.
+
+Masks, mixing partners, mixing coefficients and noise are secrets. They come
+from a :class:`SecretGenerator`, a dedicated generator that never reads or
+advances the global NumPy/PyTorch/Python RNG state.
+
+* By default its bits come from the operating system's CSPRNG (``os.urandom``),
+  so nothing an observer sees can predict the next draw.
+* ``SecretGenerator(seed=...)`` switches to a seeded PCG64 stream for
+  reproducible experiments only; it warns loudly, because a seeded stream is a
+  key anybody who knows the seed can regenerate.
+
+All draws are derived from uniform 64-bit words, so the secure and the seeded
+generator share one code path: uniforms take the top 53 bits, normals are the
+inverse normal CDF of a uniform (``ndtri``), other distributions likewise by
+inverse CDF, permutations are an argsort of uniforms.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+
+import numpy as np
+import torch
+
+SEED_WARNING = (
+    "privnlu: a fixed --seed makes every secret (masks, mixing, noise) reproducible by anyone "
+    "who knows the seed. Use it for experiments only, never to protect real data."
+)
+
+_TWO_POW_53 = float(2**53)
+
+
+class SecretGenerator:
+    """A dedicated source of secret randomness (CSPRNG unless seeded)."""
+
+    def __init__(self, seed: int | None = None, *, warn: bool = True) -> None:
+        self.seeded = seed is not None
+        self._np = np.random.Generator(np.random.PCG64(seed)) if seed is not None else None
+        if self.seeded and warn:
+            warnings.warn(SEED_WARNING, UserWarning, stacklevel=2)
+
+    def __repr__(self) -> str:  # never reveal state
+        return f"SecretGenerator({'seeded, experiments only' if self.seeded else 'os.urandom'})"
+
+    # -- raw words -------------------------------------------------------
+    def words(self, n: int) -> np.ndarray:
+        """``n`` uniform 64-bit unsigned integers."""
+        if self._np is not None:
+            return self._np.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+        return np.frombuffer(os.urandom(8 * n), dtype=np.uint64).copy()
+
+    def spawn(self) -> "SecretGenerator":
+        """An independent child generator (secure, or seeded from this stream)."""
+        if self._np is None:
+            return SecretGenerator()
+        return SecretGenerator(int(self.words(1)[0]), warn=False)
+
+    # -- derived draws ---------------------------------------------------
+    def uniform(self, shape: tuple[int, ...] | int, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """Uniform on the open interval (0, 1), with 53 random bits."""
+        shape = _shape(shape)
+        n = math.prod(shape)
+        u = ((self.words(n) >> np.uint64(11)).astype(np.float64) + 0.5) / _TWO_POW_53
+        return torch.from_numpy(u).reshape(shape).to(dtype)
+
+    def normal(self, shape: tuple[int, ...] | int, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """Standard normal draws, ``ndtri(U)`` with ``U`` uniform on (0, 1)."""
+        return torch.special.ndtri(self.uniform(shape, dtype=torch.float64)).to(dtype)
+
+    def signs(self, shape: tuple[int, ...] | int, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """Independent fair +-1 entries (one random bit each)."""
+        shape = _shape(shape)
+        n = math.prod(shape)
+        raw = self.words((n + 63) // 64)
+        bits = np.unpackbits(raw.view(np.uint8))[:n]
+        return torch.from_numpy(bits.astype(np.float32) * 2.0 - 1.0).reshape(shape).to(dtype)
+
+    def randint(self, high: int, shape: tuple[int, ...] | int) -> torch.Tensor:
+        """Uniform integers in ``[0, high)`` (bias below ``high / 2**64``)."""
+        if high <= 0:
+            raise ValueError("high must be positive")
+        shape = _shape(shape)
+        w = self.words(math.prod(shape))
+        # Lemire's multiply-shift on the top 32 bits would bias at high > 2**32;
+        # the modulo of a 64-bit word has bias < high / 2**64, negligible here.
+        return torch.from_numpy((w % np.uint64(high)).astype(np.int64)).reshape(shape)
+
+    def permutation(self, n: int) -> torch.Tensor:
+        """A uniformly random permutation of ``range(n)``."""
+        keys = self.words(n)
+        return torch.from_numpy(np.argsort(keys, kind="stable").astype(np.int64))
+
+    def choice(self, n: int, size: int) -> torch.Tensor:
+        """``size`` distinct indices from ``range(n)``."""
+        if size > n:
+            raise ValueError("cannot choose more items than there are")
+        return self.permutation(n)[:size]
+
+
+def make_generator(seed: int | None) -> SecretGenerator:
+    """The generator for a run: secure unless an experiment ``seed`` is given."""
+    return SecretGenerator(seed)
+
+
+def _shape(shape: tuple[int, ...] | int) -> tuple[int, ...]:
+    return (shape,) if isinstance(shape, int) else tuple(shape)

@@ -1,0 +1,208 @@
+"""One training loop for both TextHide training modes.
+
+(a) *frozen*: cached representations feed an MLP head;
+(b) *joint*: the encoder and head are fine-tuned together, gradients flowing
+back through the (linear) mixing and masking, as in the paper.
+
+Both are ``head(hide(represent(batch)))`` with a different ``represent``, so they
+share this loop: AdamW, a linear schedule with warm-up ratio 0.1, soft-label
+cross-entropy (MSE for regression), fresh TextHide keys for every batch of
+every epoch, evaluation on unmixed dev representations after each epoch, and an
+atomic checkpoint per epoch so an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from ..data import metrics as glue_metrics
+from ..data.tasks import TaskSpec
+from ..errors import PrivnluError
+from ..io import torch_save_atomic
+from ..mechanisms.texthide import TextHide
+from .losses import task_loss
+
+EVAL_MASKS = ("none", "pool")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation settings shared by both modes."""
+
+    epochs: int = 20
+    lr: float = 1e-3
+    batch_size: int = 64
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    hidden: tuple[int, ...] | None = None
+    dropout: float = 0.1
+    eval_mask: str = "none"
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            raise PrivnluError(f"the learning rate must be positive, not {self.lr}")
+        if self.epochs < 1:
+            raise PrivnluError(f"epochs must be >= 1, not {self.epochs}")
+        if self.batch_size < 1:
+            raise PrivnluError(f"the batch size must be >= 1, not {self.batch_size}")
+        if not 0 <= self.warmup_ratio < 1:
+            raise PrivnluError(f"the warm-up ratio must be in [0, 1), not {self.warmup_ratio}")
+        if self.eval_mask not in EVAL_MASKS:
+            raise PrivnluError(f"eval mask must be one of {EVAL_MASKS}, not '{self.eval_mask}'")
+
+
+EvalSet = tuple[torch.Tensor, torch.Tensor]  # (representations, labels)
+
+
+@dataclass
+class TrainState:
+    epoch: int = 0
+    history: list[dict] = field(default_factory=list)
+
+
+def linear_warmup(optimizer: torch.optim.Optimizer, total_steps: int, warmup_ratio: float) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warm-up to the peak rate over ``warmup_ratio`` of the steps, then linear decay to 0."""
+    warm = max(1, int(round(warmup_ratio * total_steps)))
+
+    def factor(step: int) -> float:
+        if step < warm:
+            return (step + 1) / warm
+        return max(0.0, (total_steps - step) / max(1, total_steps - warm))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def batches(n: int, batch_size: int, generator: torch.Generator, min_size: int) -> Iterable[torch.Tensor]:
+    """Shuffled index batches; a last batch smaller than ``min_size`` (k) is dropped."""
+    order = torch.randperm(n, generator=generator)
+    for start in range(0, n, batch_size):
+        idx = order[start : start + batch_size]
+        if len(idx) >= min_size:
+            yield idx
+
+
+@torch.no_grad()
+def predict(head: nn.Module, reps: torch.Tensor, *, regression: bool, batch_size: int = 1024) -> torch.Tensor:
+    was = head.training
+    head.eval()
+    dev = next(head.parameters()).device
+    outs = [head(reps[i : i + batch_size].to(dev)).float().cpu() for i in range(0, len(reps), batch_size)]
+    head.train(was)
+    logits = torch.cat(outs)
+    return logits.squeeze(-1) if regression else logits.argmax(-1)
+
+
+def evaluate(head: nn.Module, eval_sets: dict[str, EvalSet], task: TaskSpec) -> dict[str, dict[str, float]]:
+    return {
+        name: glue_metrics.compute(task.metric, predict(head, x, regression=task.is_regression).numpy(), y.numpy())
+        for name, (x, y) in eval_sets.items()
+    }
+
+
+def fit(
+    *,
+    task: TaskSpec,
+    head: nn.Module,
+    represent: Callable[[torch.Tensor], torch.Tensor],
+    targets: torch.Tensor,
+    eval_sets: Callable[[], dict[str, EvalSet]],
+    config: TrainConfig,
+    hider: TextHide | None = None,
+    public: Callable[[int], torch.Tensor] | None = None,
+    extra_params: list[nn.Parameter] | None = None,
+    extra_modules: dict[str, nn.Module] | None = None,
+    checkpoint: Path | None = None,
+    resume: bool = False,
+    progress: bool = True,
+    extra_lr: float | None = None,
+) -> TrainState:
+    """Train ``head`` on ``hide(represent(idx))`` and evaluate after every epoch.
+
+    ``represent(idx)`` returns the representations of train examples ``idx``
+    (cached rows, or an encoder forward with gradients); ``eval_sets()`` returns
+    the unmixed dev representations. ``public(b)`` returns public
+    representations for TextHide-inter when they change during training.
+    """
+    n = targets.shape[0]
+    k = hider.n_private if hider is not None else 1
+    if k > min(config.batch_size, n):
+        raise PrivnluError(f"k = {k} is larger than the batch size {min(config.batch_size, n)}; use a batch of at least k examples")
+    steps_per_epoch = sum(1 for s in range(0, n, config.batch_size) if min(config.batch_size, n - s) >= k)
+    total = steps_per_epoch * config.epochs
+    groups = [{"params": list(head.parameters()), "lr": config.lr}]
+    if extra_params:
+        groups.append({"params": extra_params, "lr": extra_lr or config.lr})
+    optimizer = torch.optim.AdamW(groups, lr=config.lr, weight_decay=config.weight_decay)
+    scheduler = linear_warmup(optimizer, total, config.warmup_ratio)
+    modules = {"head": head, **(extra_modules or {})}
+    state = TrainState()
+    shuffle = torch.Generator().manual_seed(config.seed if config.seed is not None else int(time.time_ns() % 2**62))
+    if checkpoint is not None and resume and checkpoint.exists():
+        state = _restore(checkpoint, modules, optimizer, scheduler, shuffle, config)
+    device = next(head.parameters()).device
+
+    for epoch in range(state.epoch, config.epochs):
+        for mod in modules.values():
+            mod.train()
+        t0, seen, loss_sum = time.time(), 0, 0.0
+        bar = tqdm(total=steps_per_epoch, desc=f"epoch {epoch + 1}/{config.epochs}", disable=not progress, leave=False)
+        for idx in batches(n, config.batch_size, shuffle, k):
+            x = represent(idx)
+            y = targets[idx].to(x.device)
+            if hider is not None:
+                hb = hider.hide(x, y, public=public(len(idx)) if public is not None else None)
+                x, y = hb.x, hb.y
+            loss = task_loss(head(x.to(device)), y.to(device), regression=task.is_regression)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            loss_sum += float(loss.detach()) * len(idx)
+            seen += len(idx)
+            bar.update(1)
+        bar.close()
+        evals = eval_sets()
+        if hider is not None and config.eval_mask == "pool":
+            evals = {name: (hider.mask_only(x), y) for name, (x, y) in evals.items()}
+        metrics = evaluate(head, evals, task)
+        state.history.append({"epoch": epoch + 1, "train_loss": loss_sum / max(seen, 1), "seconds": time.time() - t0, "eval": metrics})
+        state.epoch = epoch + 1
+        if checkpoint is not None:
+            _save(checkpoint, modules, optimizer, scheduler, shuffle, state, config)
+    return state
+
+
+def _save(path: Path, modules, optimizer, scheduler, shuffle, state: TrainState, config: TrainConfig) -> None:
+    torch_save_atomic(path, {
+        "modules": {k: m.state_dict() for k, m in modules.items()},
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "shuffle": shuffle.get_state(),
+        "epoch": state.epoch,
+        "history": state.history,
+        "config": asdict(config),
+    })
+
+
+def _restore(path: Path, modules, optimizer, scheduler, shuffle, config: TrainConfig) -> TrainState:
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception:
+        raise PrivnluError(f"checkpoint {path} is corrupt; delete it to start over") from None
+    if blob.get("config") != asdict(config):
+        raise PrivnluError(f"checkpoint {path} is from a run with other settings; delete it or use another --out")
+    for k, m in modules.items():
+        m.load_state_dict(blob["modules"][k])
+    optimizer.load_state_dict(blob["optimizer"])
+    scheduler.load_state_dict(blob["scheduler"])
+    shuffle.set_state(blob["shuffle"])
+    return TrainState(epoch=int(blob["epoch"]), history=list(blob["history"]))

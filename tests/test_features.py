@@ -1,0 +1,70 @@
+"""Feature extraction and its cache: order, pooling, cache hits, stale and corrupt files."""
+
+import pytest
+import torch
+
+from privnlu.data import TextDataset
+from privnlu.errors import PrivnluError
+from privnlu.models import FeatureCache, extract_features, load_encoder
+
+TEXTS = ["a short one", "this sentence is quite a bit longer than the others are", "mid length text here", "x"]
+
+
+@pytest.fixture(scope="module")
+def encoder(tiny_model):
+    return load_encoder(tiny_model)
+
+
+def ds(texts=TEXTS, labels=None):
+    return TextDataset("toy", "train", list(texts), labels or [0, 1, 0, 1][: len(texts)], label_names=("a", "b"))
+
+
+@pytest.mark.parametrize("pooling", ["cls", "pooler", "mean"])
+def test_batched_sorted_extraction_matches_one_by_one(tiny_model, pooling):
+    enc = load_encoder(tiny_model, pooling=pooling)
+    batched = extract_features(enc, TEXTS, batch_size=3, progress=False)
+    single = torch.cat([extract_features(enc, [t], progress=False) for t in TEXTS])
+    torch.testing.assert_close(batched, single, atol=1e-5, rtol=1e-4)
+    assert batched.shape == (4, enc.dim)
+
+
+def test_pooling_rules_differ(tiny_model):
+    outs = [extract_features(load_encoder(tiny_model, pooling=p), TEXTS, progress=False) for p in ("cls", "pooler", "mean")]
+    assert not torch.allclose(outs[0], outs[1]) and not torch.allclose(outs[0], outs[2])
+
+
+def test_pairs_use_token_types(encoder):
+    a = extract_features(encoder, ["first part"], ["second part"], progress=False)
+    b = extract_features(encoder, ["first part second part"], progress=False)
+    assert not torch.allclose(a, b)
+
+
+def test_cache_hit_stale_and_corrupt(encoder, cache_dir):
+    cache = FeatureCache(cache_dir)
+    first = cache.get(encoder, ds(), progress=False)
+    again = cache.get(encoder, ds(), progress=False)
+    assert torch.equal(first.features, again.features) and again.path == first.path
+    # same key, different texts -> stale: refused, not silently used
+    changed = ds(["a short one!", *TEXTS[1:]])
+    with pytest.raises(PrivnluError, match="stale"):
+        cache.get(encoder, changed, progress=False)
+    assert FeatureCache(cache_dir, refresh=True).get(encoder, changed, progress=False).features.shape == (4, encoder.dim)
+    first.path.write_bytes(b"garbage")
+    with pytest.raises(PrivnluError, match="corrupt"):
+        cache.get(encoder, changed, progress=False)
+
+
+def test_cache_key_separates_settings(encoder, cache_dir):
+    cache = FeatureCache(cache_dir)
+    a = cache.get(encoder, ds(), max_length=8, progress=False)
+    b = cache.get(encoder, ds(), max_length=16, progress=False)
+    assert a.path != b.path
+
+
+def test_not_a_model_folder(tmp_path):
+    with pytest.raises(PrivnluError, match="not a model folder"):
+        load_encoder(tmp_path)
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model.safetensors").write_bytes(b"junk")
+    with pytest.raises(PrivnluError, match="could not load"):
+        load_encoder(tmp_path)

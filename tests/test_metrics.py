@@ -1,0 +1,16 @@
+"""GLUE metrics on hand-made predictions."""
+
+import pytest
+
+from privnlu.data.metrics import compute
+
+
+def test_accuracy_f1_mcc_pearson():
+    assert compute("accuracy", [1, 0, 1, 1], [1, 0, 0, 1])["accuracy"] == 0.75
+    r = compute("f1_accuracy", [1, 1, 0, 0], [1, 0, 0, 1])
+    assert r["f1"] == pytest.approx(0.5) and r["accuracy"] == 0.5 and r["score"] == pytest.approx(50.0)
+    assert compute("matthews", [1, 0, 1, 0], [1, 0, 1, 0])["mcc"] == pytest.approx(1.0)
+    assert compute("matthews", [1, 1, 1, 1], [1, 0, 1, 0])["mcc"] == 0.0
+    r = compute("pearson_spearman", [1.0, 2.0, 3.0], [2.0, 4.0, 6.5])
+    assert r["spearman"] == pytest.approx(1.0) and 0.99 < r["pearson"] < 1.0
+    assert compute("pearson_spearman", [1.0, 1.0], [0.0, 1.0])["pearson"] == 0.0

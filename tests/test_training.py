@@ -1,0 +1,93 @@
+"""The shared training loop: the (0, 1) identity, learning, resume, joint mode and losses."""
+
+import json
+
+import pytest
+import torch
+
+from privnlu.data import TextDataset
+from privnlu.data.tasks import get_task
+from privnlu.errors import PrivnluError
+from privnlu.experiments.pipeline import Prepared, RunSpec, train_run, with_scheme
+from privnlu.models import load_encoder
+from privnlu.training import TrainConfig, soft_cross_entropy, task_loss
+
+
+def synthetic_prep(tiny_model, n=600, d=32, task="sst2", seed=0):
+    """Linearly separable features around a non-zero mean, like real sentence representations
+    (whose mean is what lets a head tell the pool's masks apart): a frozen-mode run must learn them."""
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(d, generator=g)
+    mu = 3 * torch.randn(d, generator=g)
+
+    def make(m):
+        z = torch.randn(m, d, generator=g)
+        return mu + z, (z @ w > 0).long()
+
+    (xt, yt), (xd, yd) = make(n), make(200)
+    enc = load_encoder(tiny_model)
+    spec = get_task(task)
+    tr = TextDataset(task, "train", ["t"] * n, yt.tolist(), label_names=spec.label_names)
+    dv = TextDataset(task, "dev", ["t"] * 200, yd.tolist(), label_names=spec.label_names)
+    enc.model.config.hidden_size = d  # the head width follows the features here
+    return Prepared(spec, enc, tr, {"dev": dv}, xt, {"dev": xd}, torch.randn(100, d, generator=g), None)
+
+
+def test_soft_cross_entropy_by_hand():
+    logits = torch.tensor([[0.0, 0.0]])
+    assert soft_cross_entropy(logits, torch.tensor([[0.3, 0.7]])).item() == pytest.approx(0.693147, abs=1e-5)
+    assert task_loss(torch.tensor([[2.0]]), torch.tensor([[1.0]]), regression=True).item() == pytest.approx(1.0)
+
+
+def test_texthide_0_1_equals_baseline_exactly(tiny_model):
+    prep = synthetic_prep(tiny_model)
+    base = RunSpec(task="sst2", train=TrainConfig(epochs=2, seed=11))
+    a = train_run(base, prep, progress=False)
+    b = train_run(with_scheme(base, m=0, k=1).__class__(**{**base.__dict__, "scheme": "texthide"}), prep, progress=False)
+    assert a["history"][-1]["train_loss"] == b["history"][-1]["train_loss"]
+    assert a["eval"] == b["eval"]
+
+
+@pytest.mark.parametrize("m,k,inter,epochs", [(0, 1, False, 10), (0, 4, False, 10), (0, 4, True, 10), (2, 2, False, 15)])
+def test_frozen_mode_learns_separable_data(tiny_model, m, k, inter, epochs):
+    # masked heads need the pool mask on dev too (eval_mask="pool"); see docs/results.md
+    prep = synthetic_prep(tiny_model)
+    cfg = TrainConfig(epochs=epochs, lr=5e-3, batch_size=32, seed=1, eval_mask="pool" if m else "none")
+    spec = with_scheme(RunSpec(task="sst2", train=cfg), m=m, k=k, inter=inter)
+    rec = train_run(spec, prep, progress=False)
+    assert rec["score"] > 75, rec["score"]  # chance is about 50
+
+
+def test_resume_continues_and_keeps_key(tiny_model, tmp_path):
+    prep = synthetic_prep(tiny_model)
+    spec = with_scheme(RunSpec(task="sst2", train=TrainConfig(epochs=3, seed=2)), m=8, k=2)
+    rec = train_run(spec, prep, run_dir=tmp_path, out=tmp_path / "result.json", progress=False)
+    key_before = (tmp_path / "key.pt").read_bytes()
+    longer = spec.__class__(**{**spec.__dict__, "train": TrainConfig(epochs=3, seed=2)})
+    again = train_run(longer, prep, run_dir=tmp_path, resume=True, progress=False)
+    assert again["history"] == rec["history"]  # all epochs were done: nothing retrained
+    assert (tmp_path / "key.pt").read_bytes() == key_before
+    other = spec.__class__(**{**spec.__dict__, "train": TrainConfig(epochs=5, seed=2)})
+    with pytest.raises(PrivnluError, match="other settings"):
+        train_run(other, prep, run_dir=tmp_path, resume=True, progress=False)
+    assert json.loads((tmp_path / "result.json").read_text())["score"] == rec["score"]
+
+
+def test_joint_mode_updates_encoder(tiny_model):
+    enc = load_encoder(tiny_model)
+    before = [p.detach().clone() for p in enc.parameters()]
+    spec = get_task("sst2")
+    texts = ["good movie", "bad movie", "great fun", "awful mess"] * 4
+    tr = TextDataset("sst2", "train", texts, [1, 0, 1, 0] * 4, label_names=spec.label_names)
+    prep = Prepared(spec, enc, tr, {"dev": tr}, None, {}, None, ["a public sentence", "another one here"])
+    run = with_scheme(RunSpec(task="sst2", mode="joint", train=TrainConfig(epochs=2, batch_size=8, seed=0)), m=4, k=4, inter=True)
+    rec = train_run(run, prep, progress=False)
+    assert rec["mode"] == "joint" and len(rec["history"]) == 2
+    assert any(not torch.equal(a, b) for a, b in zip(before, enc.parameters()))
+
+
+def test_bad_training_settings():
+    with pytest.raises(PrivnluError, match="learning rate"):
+        TrainConfig(lr=0)
+    with pytest.raises(PrivnluError, match="scheme 'none'"):
+        RunSpec(task="sst2", m=4)
