@@ -122,3 +122,9 @@ def test_real_glue_counts():
         spec = get_task(task)
         assert (len(spec.load("train")), len(spec.load("dev"))) == (n_train, n_dev)
     assert len(get_task("qnli").load("dev")) == 5463
+
+
+def test_embedded_splits_are_shuffled_not_label_sorted():
+    # the packaged files are sorted by label; a --train-limit prefix must still hold every class
+    for task, n_classes in (("bbc", 5), ("tweets", 3)):
+        assert len(set(get_task(task).load("train").head(200).labels)) == n_classes

@@ -9,7 +9,8 @@
   into sentences; unlabelled, used as the public corpus of TextHide-inter.
 
 Splits are fixed: a permutation from ``numpy.random.default_rng(SPLIT_SEED)``
-(a public, non-secret seed) puts ``DEV_FRACTION`` of the examples in dev.
+(a public, non-secret seed) puts ``DEV_FRACTION`` of the examples in dev, and
+both splits keep that shuffled order (the packaged files are sorted by label).
 """
 
 from __future__ import annotations
@@ -43,10 +44,12 @@ def package_dir(package: str) -> Path:
 def _split(n: int, split: str) -> np.ndarray:
     order = np.random.default_rng(SPLIT_SEED).permutation(n)
     n_dev = int(round(n * DEV_FRACTION))
+    # shuffled order, not file order: the packaged files are sorted by label, and
+    # `--train-limit N` takes the first N examples
     if split == "dev":
-        return np.sort(order[:n_dev])
+        return order[:n_dev]
     if split == "train":
-        return np.sort(order[n_dev:])
+        return order[n_dev:]
     if split == "all":
         return np.arange(n)
     raise PrivnluError(f"unknown split '{split}' (use train or dev)")

@@ -66,6 +66,7 @@ class RunSpec:
             raise PrivnluError("scheme 'none' takes no m, k or --inter; use --scheme texthide")
         if self.inter and self.k < 2:
             raise PrivnluError("TextHide-inter needs k >= 2")
+        check_k(math.ceil(self.k / 2) if self.inter else self.k, self.train.batch_size)  # validate before any work
         for name in ("max_length", "public_size", "encode_batch_size"):
             if getattr(self, name) < 1:
                 raise PrivnluError(f"{name.replace('_', '-')} must be >= 1")

@@ -141,7 +141,7 @@ def fit(
     groups = [{"params": list(head.parameters()), "lr": config.lr}]
     if extra_params:
         groups.append({"params": extra_params, "lr": extra_lr or config.lr})
-    optimizer = torch.optim.AdamW(groups, lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = torch.optim.AdamW(groups, lr=config.lr, weight_decay=config.weight_decay, foreach=True)
     scheduler = linear_warmup(optimizer, total, config.warmup_ratio)
     modules = {"head": head, **(extra_modules or {})}
     state = TrainState()

@@ -1,0 +1,144 @@
+"""The command line: every user error is one line, exit code 2, no traceback, no half-written output."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import write
+from privnlu.cli.main import main
+from privnlu.mechanisms.release import KeyRecord, SharedPayload
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    err = capsys.readouterr().err
+    return code, err
+
+
+@pytest.fixture()
+def toy_glue(tmp_path):
+    rows = [f"{'a fine good film' if i % 2 else 'a bad dull film'} {i}\t{i % 2}\n" for i in range(40)]
+    write(tmp_path / "glue" / "SST-2" / "train.tsv", "sentence\tlabel\n" + "".join(rows))
+    write(tmp_path / "glue" / "SST-2" / "dev.tsv", "sentence\tlabel\n" + "".join(rows[:20]))
+    return tmp_path / "glue"
+
+
+def base_args(tiny_model, toy_glue, cache_dir):
+    return ["--task", "sst2", "--data-dir", str(toy_glue), "--model", str(tiny_model), "--cache-dir", str(cache_dir), "--quiet"]
+
+
+@pytest.mark.parametrize("extra,match", [
+    (["--scheme", "texthide", "--k", "0"], "k must be an integer >= 1"),
+    (["--scheme", "texthide", "--k", "64", "--batch-size", "8"], "larger than the batch"),
+    (["--lr", "0"], "learning rate must be positive"),
+    (["--lr", "-0.1"], "learning rate must be positive"),
+])
+def test_train_bad_parameters(capsys, tmp_path, tiny_model, toy_glue, cache_dir, extra, match):
+    out = tmp_path / "run"
+    code, err = run_cli(capsys, "train", *base_args(tiny_model, toy_glue, cache_dir), "--out", str(out), *extra)
+    assert code == 2 and match in err and len(err.strip().splitlines()) == 1
+    assert not (out / "result.json").exists()
+
+
+def test_argparse_errors_are_one_line(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--task", "sst2", "--m", "-3", "--scheme", "texthide"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "m must be a non-negative integer" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("setup,match", [
+    ("unknown_task", "unknown task"),
+    ("missing_file", "not found"),
+    ("malformed", "malformed row"),
+    ("latin1", "not UTF-8"),
+    ("empty_text", "empty text"),
+    ("bad_label", "not one of the task's labels"),
+    ("not_a_model", "not a model folder"),
+    ("corrupt_cache", "corrupt"),
+])
+def test_bad_input_exit_2(capsys, tmp_path, tiny_model, toy_glue, cache_dir, setup, match):
+    args = base_args(tiny_model, toy_glue, cache_dir)
+    train = toy_glue / "SST-2" / "train.tsv"
+    if setup == "unknown_task":
+        args[1] = "nosuchtask"
+    elif setup == "missing_file":
+        train.unlink()
+    elif setup == "malformed":
+        write(train, "sentence\tlabel\nno label column here\n")
+    elif setup == "latin1":
+        write(train, "sentence\tlabel\ncaf\xe9\t1\n", "latin-1")
+    elif setup == "empty_text":
+        write(train, "sentence\tlabel\n \t1\n")
+    elif setup == "bad_label":
+        write(train, "sentence\tlabel\nfine\t3\n")
+    elif setup == "not_a_model":
+        args[5] = str(tmp_path)
+    elif setup == "corrupt_cache":
+        assert run_cli(capsys, "train", *args, "--epochs", "1", "--out", str(tmp_path / "ok"))[0] == 0
+        for f in Path(cache_dir).rglob("*.pt"):
+            f.write_bytes(b"\x00garbage")
+    out = tmp_path / "run"
+    code, err = run_cli(capsys, "train", *args, "--out", str(out))
+    assert code == 2, err
+    assert match in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (out / "result.json").exists()
+
+
+def test_console_script_has_no_traceback(tmp_path):
+    exe = Path(sys.executable).parent / "privnlu"
+    proc = subprocess.run([str(exe), "train", "--task", "nope"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip().startswith("privnlu: error: unknown task")
+    assert "Traceback" not in proc.stderr
+
+
+def test_train_sweep_report_and_resume(capsys, tmp_path, tiny_model, toy_glue, cache_dir):
+    args = base_args(tiny_model, toy_glue, cache_dir)
+    run_dir = tmp_path / "run"
+    code, err = run_cli(capsys, "train", *args, "--scheme", "texthide", "--m", "4", "--k", "2", "--epochs", "2",
+                        "--batch-size", "8", "--seed", "3", "--out", str(run_dir))
+    assert code == 0 and "EXPERIMENTS ONLY" in err.upper()
+    rec = json.loads((run_dir / "result.json").read_text())
+    assert rec["variant"] == "texthide-intra" and rec["m"] == "4" and len(rec["history"]) == 2
+    assert stat.S_IMODE(os.stat(run_dir / "key.pt").st_mode) == 0o600
+    key_bytes = (run_dir / "key.pt").read_bytes()
+    assert key_bytes[:2] not in json.dumps(rec).encode() or "masks" not in json.dumps(rec)
+    sweep_dir = tmp_path / "sweep"
+    code, _ = run_cli(capsys, "sweep", *args, "--m", "0,4", "--k", "1,2", "--epochs", "1", "--batch-size", "8", "--out", str(sweep_dir))
+    assert code == 0 and len(list(sweep_dir.glob("m*-k*.json"))) == 4
+    stamp = (sweep_dir / "m4-k2.json").stat().st_mtime_ns
+    assert run_cli(capsys, "sweep", *args, "--m", "0,4", "--k", "1,2", "--epochs", "1", "--batch-size", "8", "--out", str(sweep_dir))[0] == 0
+    assert (sweep_dir / "m4-k2.json").stat().st_mtime_ns == stamp  # finished points are skipped (resume)
+    code, err = run_cli(capsys, "report", str(run_dir), str(sweep_dir), "--out", str(tmp_path / "report"))
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert code == 0 and "metric against m and k" in page and (tmp_path / "report" / "sweep_sst2.png").exists()
+
+
+def test_encode_writes_payload_and_private_key(capsys, tmp_path, tiny_model, toy_glue, cache_dir):
+    args = base_args(tiny_model, toy_glue, cache_dir)
+    out, key = tmp_path / "enc.pt", tmp_path / "key.pt"
+    code, _ = run_cli(capsys, "encode", *args, "--m", "8", "--k", "3", "--epochs", "2", "--batch-size", "10",
+                      "--out", str(out), "--key-out", str(key))
+    assert code == 0
+    payload = SharedPayload.load(out)
+    assert payload.x.shape[0] == 80 and payload.y.shape == (80, 2)
+    assert set(torch.load(out, weights_only=True)) == {"x", "y", "meta"}
+    assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
+    rec = KeyRecord.load(key)
+    assert rec.pool.shape[0] == 8 and rec.partners.shape == (80, 3)
+    code, err = run_cli(capsys, "encode", *args, "--out", str(out), "--key-out", str(out))
+    assert code == 2 and "different files" in err
+
+
+def test_report_errors(capsys, tmp_path):
+    code, err = run_cli(capsys, "report", str(tmp_path / "nothing"))
+    assert code == 2 and "no such results" in err
+    write(tmp_path / "bad.json", "{not json")
+    code, err = run_cli(capsys, "report", str(tmp_path / "bad.json"), "--out", str(tmp_path / "r"))
+    assert code == 2 and "not a valid results JSON" in err
