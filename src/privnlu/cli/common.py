@@ -85,8 +85,9 @@ def add_train_args(p: argparse.ArgumentParser, *, epochs: int = 20, lr: float = 
     g.add_argument("--batch-size", type=positive_int, default=64)
     g.add_argument("--weight-decay", type=float, default=0.01)
     g.add_argument("--hidden", type=int_list, help="head hidden sizes, e.g. 768,768,768 (default: d,d,d)")
-    g.add_argument("--eval-mask", default="none", choices=list(EVAL_MASKS),
-                   help="mask dev representations with a pool mask, as the reference code did (default: none)")
+    g.add_argument("--eval-mask", default="pool", choices=list(EVAL_MASKS),
+                   help="dev representations are never mixed; 'pool' masks each with a pool mask as the data owner "
+                        "would (the reference code's behaviour, default), 'none' evaluates on raw representations")
     g.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes every secret reproducible")
     g.add_argument("--quiet", action="store_true", help="no progress bars")
 
