@@ -91,3 +91,12 @@ def test_bad_training_settings():
         TrainConfig(lr=0)
     with pytest.raises(PrivnluError, match="scheme 'none'"):
         RunSpec(task="sst2", m=4)
+
+
+def test_abs_input_head_is_mask_invariant(tiny_model):
+    from privnlu.models.heads import AbsInput, MLPHead
+
+    head = AbsInput(MLPHead(8, 2)).eval()
+    x = torch.randn(5, 8)
+    sigma = torch.where(torch.rand(5, 8) < 0.5, -1.0, 1.0)
+    torch.testing.assert_close(head(x * sigma), head(x))

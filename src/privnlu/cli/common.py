@@ -88,6 +88,8 @@ def add_train_args(p: argparse.ArgumentParser, *, epochs: int = 20, lr: float = 
     g.add_argument("--eval-mask", default="pool", choices=list(EVAL_MASKS),
                    help="dev representations are never mixed; 'pool' masks each with a pool mask as the data owner "
                         "would (the reference code's behaviour, default), 'none' evaluates on raw representations")
+    g.add_argument("--abs-input", action="store_true",
+                   help="train the head on |x| (mask-invariant: it needs no key, which shows how little the masks hide)")
     g.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes every secret reproducible")
     g.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -95,7 +97,8 @@ def add_train_args(p: argparse.ArgumentParser, *, epochs: int = 20, lr: float = 
 def train_config(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(
         epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, weight_decay=args.weight_decay,
-        hidden=tuple(args.hidden) if args.hidden else None, eval_mask=args.eval_mask, seed=args.seed,
+        hidden=tuple(args.hidden) if args.hidden else None, eval_mask=args.eval_mask,
+        abs_input=getattr(args, "abs_input", False), seed=args.seed,
     )
 
 

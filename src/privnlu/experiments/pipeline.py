@@ -21,6 +21,7 @@ from ..errors import PrivnluError
 from ..io import write_json_atomic
 from ..mechanisms.texthide import INF, MaskPool, TextHide, check_k, m_label, parse_m
 from ..models import FeatureCache, MLPHead, config_summary, load_encoder
+from ..models.heads import AbsInput
 from ..models.encoder import SentenceEncoder
 from ..models.features import extract_features
 from ..rng import SecretGenerator
@@ -158,7 +159,10 @@ def train_run(
         torch.manual_seed(cfg.seed)  # model initialisation only; secrets use `rng`
     dim = prep.encoder.dim
     num_out = 1 if task.is_regression else len(task.label_names)
-    head = MLPHead(dim, num_out, cfg.hidden, cfg.dropout).to(spec.device)
+    head: torch.nn.Module = MLPHead(dim, num_out, cfg.hidden, cfg.dropout)
+    if cfg.abs_input:
+        head = AbsInput(head)
+    head = head.to(spec.device)
     pool = None
     key_path = run_dir / "key.pt" if run_dir is not None else None
     if spec.scheme == "texthide" and key_path is not None and resume and key_path.exists():

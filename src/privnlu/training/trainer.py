@@ -50,6 +50,7 @@ class TrainConfig:
     hidden: tuple[int, ...] | None = None
     dropout: float = 0.1
     eval_mask: str = "pool"
+    abs_input: bool = False
     seed: int | None = None
 
     def __post_init__(self) -> None:
