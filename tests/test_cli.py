@@ -115,6 +115,9 @@ def test_train_sweep_report_and_resume(capsys, tmp_path, tiny_model, toy_glue, c
     stamp = (sweep_dir / "m4-k2.json").stat().st_mtime_ns
     assert run_cli(capsys, "sweep", *args, "--m", "0,4", "--k", "1,2", "--epochs", "1", "--batch-size", "8", "--out", str(sweep_dir))[0] == 0
     assert (sweep_dir / "m4-k2.json").stat().st_mtime_ns == stamp  # finished points are skipped (resume)
+    assert main(["report", str(sweep_dir), "--markdown"]) == 0
+    markdown = capsys.readouterr().out
+    assert "| k=2 |" in markdown and "m=4" in markdown
     code, err = run_cli(capsys, "report", str(run_dir), str(sweep_dir), "--out", str(tmp_path / "report"))
     page = (tmp_path / "report" / "index.html").read_text()
     assert code == 0 and "metric against m and k" in page and (tmp_path / "report" / "sweep_sst2.png").exists()

@@ -133,3 +133,13 @@ def say(msg: str) -> None:
 
 def out_path(text: str | None, default: Path) -> Path:
     return Path(text) if text else default
+
+
+def add_recipe_args(p: argparse.ArgumentParser, *, epochs: int = 20) -> None:
+    """Options shared by `demo` and `reproduce`."""
+    p.add_argument("--epochs", type=positive_int, default=epochs)
+    p.add_argument("--train-limit", type=positive_int, help="use only the first N training examples")
+    p.add_argument("--data-dir", help="GLUE data folder")
+    p.add_argument("--cache-dir", help="feature cache folder")
+    p.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes every secret reproducible")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")

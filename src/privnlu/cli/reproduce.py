@@ -8,7 +8,7 @@ from pathlib import Path
 from ..experiments import huang2020
 from ..experiments.pipeline import RunSpec
 from ..training import TrainConfig
-from .common import positive_int, say, warn_seed
+from .common import add_recipe_args, say, warn_seed
 
 #: recipe name -> (function(out, base, progress), help). Later papers add their recipes here.
 RECIPES = {
@@ -25,12 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("recipe", choices=sorted(RECIPES), help="; ".join(f"{k}: {v[1]}" for k, v in RECIPES.items()))
     p.add_argument("--out", help="output folder (default: runs/<recipe>)")
     p.add_argument("--tasks", help="comma-separated tasks (default: the recipe's)")
-    p.add_argument("--epochs", type=positive_int, default=20)
-    p.add_argument("--train-limit", type=positive_int, help="use only the first N training examples")
-    p.add_argument("--data-dir", help="GLUE data folder")
-    p.add_argument("--cache-dir", help="feature cache folder")
-    p.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes every secret reproducible")
-    p.add_argument("--quiet", action="store_true")
+    add_recipe_args(p)
     p.set_defaults(func=run)
 
 

@@ -15,7 +15,7 @@ from typing import Callable
 
 from ..errors import PrivnluError
 from . import embedded
-from .dataset import TextDataset
+from .dataset import TextDataset, read_utf8
 from .glue import GlueLayout, read_glue_split
 
 
@@ -153,10 +153,7 @@ def load_public_corpus(name: str, limit: int | None = None) -> TextDataset:
     path = Path(name)
     if not path.is_file():
         raise PrivnluError(f"unknown public corpus '{name}': use 'wiki' or a text file with one sentence per line")
-    try:
-        lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
-    except UnicodeDecodeError as exc:
-        raise PrivnluError(f"{path}: not UTF-8 text (byte {exc.start}); re-encode the file as UTF-8") from None
+    lines = [ln.strip() for ln in read_utf8(path).splitlines() if ln.strip()]
     if not lines:
         raise PrivnluError(f"{path}: the public corpus is empty")
     lines = lines[:limit] if limit else lines

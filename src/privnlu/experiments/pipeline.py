@@ -228,18 +228,17 @@ def _fit_joint(spec: RunSpec, prep: Prepared, eval_labels, hider, rng: SecretGen
         kw = dict(max_length=spec.max_length, batch_size=spec.encode_batch_size, bf16=spec.bf16, progress=False)
         return {s: (extract_features(enc, ds.texts_a, ds.texts_b, **kw), eval_labels[s]) for s, ds in prep.evals.items()}
 
-    public = None
-    if spec.inter:
-        texts = prep.public_texts or []
+    texts = prep.public_texts or []
 
-        @torch.no_grad()
-        def public(b: int) -> torch.Tensor:
-            idx = rng.randint(len(texts), b).tolist()
-            t = enc.tokenize([texts[i] for i in idx], max_length=spec.max_length)
-            t = {k: v.to(spec.device) for k, v in t.items()}
-            return enc(t["input_ids"], t["attention_mask"], t.get("token_type_ids"))
+    @torch.no_grad()
+    def encode_public(b: int) -> torch.Tensor:
+        """A fresh random public mini-batch through the current encoder (TextHide-inter)."""
+        idx = rng.randint(len(texts), b).tolist()
+        t = enc.tokenize([texts[i] for i in idx], max_length=spec.max_length)
+        t = {k: v.to(spec.device) for k, v in t.items()}
+        return enc(t["input_ids"], t["attention_mask"], t.get("token_type_ids"))
 
-    return fit(represent=represent, eval_sets=eval_sets, public=public, extra_params=list(enc.parameters()),
+    return fit(represent=represent, eval_sets=eval_sets, public=encode_public if spec.inter else None, extra_params=list(enc.parameters()),
                extra_modules={"encoder": enc}, extra_lr=spec.encoder_lr, **common)
 
 
