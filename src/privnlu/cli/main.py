@@ -14,7 +14,7 @@ import warnings
 
 from ..errors import PrivnluError
 
-COMMAND_MODULES = ("train", "encode", "sweep", "reproduce", "demo", "report", "tasks")
+COMMAND_MODULES = ("train", "encode", "sweep", "reproduce", "demo", "report", "tasks", "privatize", "dchi")
 
 
 class OneLineParser(argparse.ArgumentParser):
