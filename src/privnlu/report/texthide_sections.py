@@ -8,7 +8,7 @@ from .registry import Context, md_table, section, table
 
 VARIANTS = ("baseline", "texthide-intra", "texthide-inter")
 M_ORDER = ["0", "1", "4", "16", "64", "256", "1024", "4096", "inf"]
-TABLE1_HEAD = ["task", "metric", "n train", "baseline", "intra", "(m, k)", "drop", "inter", "(m, k)", "drop"]
+TABLE1_HEAD = ["task", "metric", "n train", "baseline", "", "intra", "", "(m, k)", "drop", "inter", "", "(m, k)", "drop"]
 
 
 def _train(records: list[dict], groups: set[str] | None = None, exclude: set[str] | None = None) -> list[dict]:
@@ -28,6 +28,15 @@ def _by_task(records: list[dict]) -> dict[str, dict[str, dict]]:
     return {t: v for t, v in by_task.items() if len(v) > 1}
 
 
+def _secondary(r: dict | None) -> str:
+    """The task's other metric, e.g. MRPC accuracy beside F1 (F1 rewards an all-positive guess)."""
+    if not r:
+        return ""
+    metrics = next(iter(r["eval"].values()))
+    other = {"f1_accuracy": "accuracy", "pearson_spearman": "spearman"}.get(r["metric"])
+    return f"{other[:3]} {100 * metrics[other]:.2f}" if other else ""
+
+
 def table1_rows(records: list[dict]) -> tuple[list[list[object]], str]:
     """Rows of Table 1 and a sentence with the mean drop of each variant against the baseline."""
     rows: list[list[object]] = []
@@ -35,13 +44,13 @@ def table1_rows(records: list[dict]) -> tuple[list[list[object]], str]:
     for task, v in sorted(_by_task(records).items()):
         base = v.get("baseline", {}).get("score")
         any_run = next(iter(v.values()))
-        cells: list[object] = [task, any_run["metric"], any_run["n_train"], base]
+        cells: list[object] = [task, any_run["metric"], any_run["n_train"], base, _secondary(v.get("baseline"))]
         for var in VARIANTS[1:]:
             r = v.get(var)
             drop = base - r["score"] if (r and base is not None) else None
             if drop is not None:
                 drops[var].append(drop)
-            cells += [r["score"] if r else None, f"({r['m']}, {r['k']})" if r else "", drop]
+            cells += [r["score"] if r else None, _secondary(r), f"({r['m']}, {r['k']})" if r else "", drop]
         rows.append(cells)
     summary = "; ".join(f"mean drop of {var} against the baseline: {sum(d) / len(d):.2f} points over {len(d)} tasks"
                         for var, d in drops.items() if d)
