@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from ..errors import PrivnluError
 from ..experiments.pipeline import RunSpec
@@ -149,9 +148,6 @@ def warn_seed(args: argparse.Namespace) -> None:
 def say(msg: str) -> None:
     sys.stderr.write(msg + "\n")
 
-
-def out_path(text: str | None, default: Path) -> Path:
-    return Path(text) if text else default
 
 
 def add_recipe_args(p: argparse.ArgumentParser, *, epochs: int = 20) -> None:

@@ -19,7 +19,7 @@ from ..data import TextDataset, get_task, load_public_corpus
 from ..data.tasks import TaskSpec
 from ..errors import PrivnluError
 from ..io import write_json_atomic
-from ..mechanisms.texthide import INF, MaskPool, TextHide, check_k, m_label, parse_m
+from ..mechanisms.texthide import MaskPool, TextHide, check_k, m_label, parse_m
 from ..models import FeatureCache, MLPHead, config_summary, load_encoder
 from ..models.heads import AbsInput
 from ..models.encoder import SentenceEncoder
@@ -251,7 +251,3 @@ def with_scheme(spec: RunSpec, *, m: float, k: int, inter: bool = False) -> RunS
 
 def grid_label(m: float, k: int) -> str:
     return f"m{m_label(m)}-k{k}"
-
-
-def is_finite_m(m: float) -> bool:
-    return m != INF and not math.isinf(m)
