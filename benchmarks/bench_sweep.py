@@ -20,9 +20,9 @@ from privnlu.experiments.pipeline import RunSpec, grid_label, prepare, train_run
 from privnlu.training import TrainConfig
 
 
-def main(epochs: int = 1) -> None:
+def main(epochs: int = 1, train_limit: int | None = None) -> None:
     task = "sst2" if glue_data_available("sst2", "train") else "tweets"
-    base = RunSpec(task=task, train=TrainConfig(epochs=epochs, seed=0))
+    base = RunSpec(task=task, train_limit=train_limit, train=TrainConfig(epochs=epochs, seed=0))
     prep = prepare(with_scheme(base, m=256, k=4), progress=False)
     times = {}
     t_all = time.perf_counter()
@@ -39,4 +39,5 @@ def main(epochs: int = 1) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1)
+    # usage: bench_sweep.py [EPOCHS] [TRAIN_LIMIT]
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1, int(sys.argv[2]) if len(sys.argv) > 2 else None)
