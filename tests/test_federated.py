@@ -14,7 +14,7 @@ from privnlu.errors import PrivnluError
 from privnlu.federated import FederatedConfig, TextHideFedSGD, WireLog, client_pool_sizes
 from privnlu.federated.client import POOL_KEY, client_rng, client_update, make_client_app
 from privnlu.federated.data import cached_features, load_train, shard_indices
-from privnlu.federated.model import build_model, record_to_tensors, tensors_to_record
+from privnlu.federated.model import build_model, frozen_encoder, record_to_tensors, tensors_to_record
 from privnlu.federated.server import run_server
 from privnlu.mechanisms.texthide import MaskPool, TextHide
 from privnlu.models import load_encoder
@@ -192,12 +192,17 @@ def check_wire(log: WireLog, cfg: FederatedConfig, enc, param_names: set[str]) -
 MINILM = dict(model="", train_limit=120, dev_limit=60)
 
 
+@pytest.fixture(scope="module")
+def minilm_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("minilm_cache")
+
+
 @pytest.mark.slow
-def test_detector_finds_a_raw_representation_in_an_unprotected_gradient(tmp_path):
+def test_detector_finds_a_raw_representation_in_an_unprotected_gradient(minilm_cache):
     """Control: without TextHide a first-layer gradient row is proportional to a client's
     representation (one active example per ReLU unit), and the detector sees it."""
-    cfg = make_cfg(None, tmp_path, scheme="none", m="0", k=1, batch_size=8, **MINILM)
-    enc = load_encoder(None)
+    cfg = make_cfg(None, minilm_cache, scheme="none", m="0", k=1, batch_size=8, **MINILM)
+    enc = frozen_encoder("", "cls")
     grid = InProcessGrid(make_client_app(cfg), cfg.clients)
     log = WireLog()
     run_server(grid, cfg, out=None, wire=log)
@@ -206,9 +211,9 @@ def test_detector_finds_a_raw_representation_in_an_unprotected_gradient(tmp_path
 
 
 @pytest.mark.slow
-def test_no_secret_leaves_a_client(tmp_path):
-    cfg = make_cfg(None, tmp_path, m="6", k=2, batch_size=8, rounds=3, **MINILM)
-    enc = load_encoder(None)
+def test_no_secret_leaves_a_client(minilm_cache):
+    cfg = make_cfg(None, minilm_cache, m="6", k=2, batch_size=8, rounds=3, **MINILM)
+    enc = frozen_encoder("", "cls")
     grid = InProcessGrid(make_client_app(cfg), cfg.clients)
     log = WireLog()
     run_server(grid, cfg, out=None, wire=log)

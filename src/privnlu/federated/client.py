@@ -34,7 +34,7 @@ from ..rng import SecretGenerator
 from ..training import task_loss
 from .config import FederatedConfig, client_pool_sizes
 from .data import ClientData, load_client_data
-from .model import FederatedModel, build_model, tensors_to_record
+from .model import FederatedModel, build_model, frozen_encoder, tensors_to_record
 
 POOL_KEY = "privnlu-texthide-pool"
 PARTITION_KEY = "partition-id"
@@ -63,13 +63,18 @@ def client_pool(cfg: FederatedConfig, partition: int, state: RecordDict, dim: in
 
 
 @functools.lru_cache(maxsize=2)
-def _encoder(model: str, pooling: str) -> SentenceEncoder:
+def _joint_encoder(model: str, pooling: str) -> SentenceEncoder:
+    """The client process's working copy of the encoder (joint mode loads W_t into it every round)."""
     return load_encoder(model or None, pooling=pooling)
+
+
+def _encoder(cfg: FederatedConfig) -> SentenceEncoder:
+    return frozen_encoder(cfg.model, cfg.pooling) if cfg.mode == "frozen" else _joint_encoder(cfg.model, cfg.pooling)
 
 
 @functools.lru_cache(maxsize=8)
 def _client_data(cfg: FederatedConfig, partition: int) -> ClientData:
-    return load_client_data(cfg, partition, _encoder(cfg.model, cfg.pooling))
+    return load_client_data(cfg, partition, _encoder(cfg))
 
 
 class TextHideClient:
@@ -78,7 +83,7 @@ class TextHideClient:
     def __init__(self, cfg: FederatedConfig, partition: int, state: RecordDict, rnd: int) -> None:
         self.cfg = cfg
         self.partition = partition
-        self.encoder = _encoder(cfg.model, cfg.pooling)
+        self.encoder = _encoder(cfg)
         self.model: FederatedModel = build_model(cfg, self.encoder)
         self.data = _client_data(cfg, partition)
         self.rng = client_rng(cfg, partition, "round", rnd)

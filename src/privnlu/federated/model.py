@@ -7,6 +7,7 @@ averaged gradient to the parameter of the same name.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,7 +65,15 @@ def build_model(cfg: FederatedConfig, encoder: SentenceEncoder, *, init_seed: in
 
 
 def load_config_encoder(cfg: FederatedConfig) -> SentenceEncoder:
+    """The run's encoder; in frozen mode one shared, never-modified instance per process."""
+    if cfg.mode == "frozen":
+        return frozen_encoder(cfg.model, cfg.pooling)
     return load_encoder(cfg.model or None, pooling=cfg.pooling)
+
+
+@functools.lru_cache(maxsize=2)
+def frozen_encoder(model: str, pooling: str) -> SentenceEncoder:
+    return load_encoder(model or None, pooling=pooling)
 
 
 def tensors_to_record(tensors: dict[str, torch.Tensor]) -> ArrayRecord:

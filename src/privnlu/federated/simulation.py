@@ -15,17 +15,24 @@ from pathlib import Path
 from ..errors import PrivnluError
 from .client import make_client_app
 from .config import FederatedConfig
-from .data import check_shards, load_dev, load_train
+from .data import cached_features, check_shards, load_dev, load_train
+from .model import load_config_encoder
 from .server import make_server_app
 from .wire import WireLog
 
 
 def preflight(cfg: FederatedConfig) -> None:
-    """Fail fast (one line) on settings that would only fail inside a client or the server."""
-    check_shards(len(load_train(cfg)), cfg)
-    load_dev(cfg)
+    """Fail fast (one line) on settings that would only fail inside a client or the server,
+    and in frozen mode fill the feature cache once, so the clients only read it."""
+    train = load_train(cfg)
+    check_shards(len(train), cfg)
+    dev = load_dev(cfg)
     if cfg.model and not Path(cfg.model).is_dir():
         raise PrivnluError(f"--model {cfg.model}: no such folder")
+    if cfg.mode == "frozen":
+        enc = load_config_encoder(cfg)
+        for ds in (train, *dev.values()):
+            cached_features(cfg, enc, ds)
 
 
 def run_simulation(cfg: FederatedConfig, *, out: Path | None = None, resume: bool = False, wire: WireLog | None = None,
