@@ -261,3 +261,22 @@ def test_checkpoint_and_resume_match_an_uninterrupted_run(tiny_model, tmp_path):
     other = make_cfg(tiny_model, tmp_path, rounds=4, k=3)
     with pytest.raises(PrivnluError, match="other settings"):
         run_server(InProcessGrid(make_client_app(other), 3), other, out=tmp_path / "part", resume=True)
+
+
+# -- CLI ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("extra,msg", [
+    (["--clients", "0"], "--clients must be >= 1"),
+    (["--clients", "3", "--m", "256"], "not divisible by 3 clients"),
+    (["--clients", "3", "--m", "10", "--pool-sizes", "5,5,1"], "sum to 11"),
+    (["--deploy"], "needs the SuperLink address"),
+    (["--clients", "4", "--train-limit", "2", "--k", "1"], "data shard is empty"),
+])
+def test_cli_bad_input_is_one_line_exit_2(extra, msg, capsys, tmp_path):
+    from privnlu.cli.main import main
+
+    out = tmp_path / "run"
+    assert main(["federated", "--task", "tweets", "--rounds", "1", "--out", str(out), *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) <= 2 and msg in err[-1] and "Traceback" not in "".join(err)
+    assert not out.exists()

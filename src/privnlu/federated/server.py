@@ -155,7 +155,7 @@ def _restore(path: Path, cfg: FederatedConfig, model, strategy) -> tuple[int, li
 
 
 def make_server_app(cfg: FederatedConfig | None = None, *, out: Path | None = None, resume: bool = False,
-                    wire: WireLog | None = None, results: list | None = None) -> ServerApp:
+                    wire: WireLog | None = None, results: list | None = None, round_timeout: float | None = None) -> ServerApp:
     """A ServerApp. ``cfg=None`` reads the settings (and ``out``/``resume``/``record-wire``) from
     Flower's run config, as in a ``flwr run`` deployment; ``results`` collects the record in-process."""
     app = ServerApp()
@@ -170,7 +170,7 @@ def make_server_app(cfg: FederatedConfig | None = None, *, out: Path | None = No
         if run_wire is None and int(rc.get("record-wire", 0) or 0):
             run_wire = WireLog(int(rc["record-wire"]))
         rec = run_server(grid, run_cfg, out=run_out, resume=run_resume, wire=run_wire,
-                         round_timeout=float(rc.get("round-timeout", 600.0)))
+                         round_timeout=round_timeout or float(rc.get("round-timeout", 600.0)))
         if results is not None:
             results.append(rec)
 
