@@ -70,3 +70,20 @@ def test_attack_on_gradients_captured_from_a_flower_run(tiny_model, tmp_path):
         assert info["num_examples"] == 1
     assert results["none"][1] and results["none"][0] < 1e-4, results
     assert not results["texthide"][1], results
+
+
+def test_report_sections_for_federated_runs_and_the_attack_heatmap(tmp_path):
+    from privnlu.io import write_json_atomic
+    from privnlu.report import build_report
+
+    x, y = features()
+    rows = [run_trial(x, y, Trial(dim=4, k=k, index=i, seed=i), config=GradientMatchingConfig(iterations=40))
+            for k in (0, 2) for i in range(2)]
+    write_json_atomic(tmp_path / "res" / "gm.json", {"kind": "gradient_attack", "source": "sweep", "rows": rows})
+    hist = [{"round": r, "eval": {"dev": {"score": 50.0 + r}}} for r in (1, 2)]
+    write_json_atomic(tmp_path / "res" / "fed.json", {
+        "kind": "federated", "label": "tweets-fedsgd-m6-k2-c3", "task": "tweets", "algorithm": "fedsgd", "mode": "frozen",
+        "clients": 3, "rounds": 2, "m": "6", "k": 2, "score": 52.0, "best_score": 52.0, "seconds": 1.0, "history": hist})
+    page = build_report([tmp_path / "res"], tmp_path / "report").read_text()
+    assert "Federated TextHide on Flower" in page and "tweets-fedsgd-m6-k2-c3" in page
+    assert "Gradient-matching attack" in page and (tmp_path / "report" / "gradient_attack_heatmap.png").exists()
