@@ -63,15 +63,23 @@ def run(args: argparse.Namespace) -> int:
     train = task.load("train", args.data_dir)
     feats = FeatureCache(args.cache_dir).get(load_encoder(), train, progress=False)
 
+    done: list[dict] = []
+
+    def record(rows: list[dict], complete: bool) -> dict:
+        return {"kind": "gradient_attack", "source": "sweep", "complete": complete, "task": task.name,
+                "encoder": "packaged MiniLM (cls)", "batch_size": 1, "m": 1, "trials": args.trials, "dims": args.dims,
+                "ks": args.ks, "config": cfg.__dict__, "summary": summarize(rows), "paper": PAPER_TABLE2, "rows": rows,
+                "seconds": round(time.time() - t0, 1)}
+
     def progress(row):
+        done.append(row)
         say(f"d={row['d']:5d} k={row['k']} mse={row['mse']:.2e} success={row['success']} ({row['seconds']:.1f}s)")
+        if len(done) % args.trials == 0:  # a finished (d, k) cell: keep partial results if interrupted
+            write_json_atomic(out, record(done, complete=False))
 
     rows = sweep(feats.features, feats.labels, dims=args.dims, ks=args.ks, trials=args.trials, seed=args.seed,
                  config=cfg, progress=progress)
-    rec = {"kind": "gradient_attack", "source": "sweep", "task": task.name, "encoder": "packaged MiniLM (cls)",
-           "batch_size": 1, "m": 1, "trials": args.trials, "dims": args.dims, "ks": args.ks,
-           "config": cfg.__dict__, "summary": summarize(rows), "paper": PAPER_TABLE2, "rows": rows,
-           "seconds": round(time.time() - t0, 1)}
+    rec = record(rows, complete=True)
     write_json_atomic(out, rec)
     say(f"success rates {rec['summary']}; results in {out}")
     return 0
