@@ -172,8 +172,11 @@ def check_wire(log: WireLog, cfg: FederatedConfig, enc, param_names: set[str]) -
     """Structural checks on every received message, the raw-text check, and the largest |cos|
     of any received vector with a raw representation and with a pool mask."""
     raw, masks, texts = client_secrets(cfg, enc)
-    ok = [e for e in log.received if "error" not in e]
+    ok = [e for e in log.received if "error" not in e and e["type"] == "train"]
     assert ok, "nothing was received"
+    for e in log.received:  # federated evaluation replies: a score and a count, nothing else
+        if e["type"] != "train" and "error" not in e:
+            assert not e["arrays"] and not e["configs"] and set(e["metrics"]["metrics"]) == {"num-examples", "score"}
     arrays = []
     for e in ok:
         # exactly one parameter-named gradient record and two scalars: no room for a pool,
@@ -217,7 +220,8 @@ def test_no_secret_leaves_a_client(minilm_cache):
     grid = InProcessGrid(make_client_app(cfg), cfg.clients)
     log = WireLog()
     run_server(grid, cfg, out=None, wire=log)
-    assert len(log.received) == 9
+    assert len([e for e in log.received if e["type"] == "train"]) == 9
+    assert len([e for e in log.received if e["type"] == "evaluate"]) == 9  # federated evaluation every round
     raw_cos, mask_cos = check_wire(log, cfg, enc, set(build_model(cfg, enc).named_parameters()))
     # measured with seed 3: about 0.79 and 0.20 (the unprotected control reaches 1.0)
     assert raw_cos < 0.95 and mask_cos < 0.5, (raw_cos, mask_cos)
@@ -227,7 +231,8 @@ def test_no_secret_leaves_a_client(minilm_cache):
 
 def crash_mod(partition: int, rnd: int):
     def mod(msg, context, call_next):
-        if int(context.node_config["partition-id"]) == partition and int(msg.content["config"]["server-round"]) == rnd:
+        if (msg.metadata.message_type == "train" and int(context.node_config["partition-id"]) == partition
+                and int(msg.content["config"]["server-round"]) == rnd):
             raise RuntimeError("simulated client crash")
         return call_next(msg, context)
     return mod
@@ -242,7 +247,8 @@ def test_a_crashing_or_silent_client_does_not_stop_the_run(tiny_model, tmp_path)
     assert [h["round"] for h in rec["history"]] == [1, 2, 3]
     errors = [e for e in log.received if "error" in e]
     assert len(errors) == 1 and errors[0]["round"] == 2 and "simulated client crash" in errors[0]["error"]
-    assert sum(1 for e in log.received if e["round"] == 3) == 2
+    assert sum(1 for e in log.received if e["round"] == 3 and e["type"] == "train") == 2
+    assert all("client_eval_score" in h for h in rec["history"])
     assert (tmp_path / "run" / "result.json").exists()
 
 

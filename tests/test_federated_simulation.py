@@ -18,7 +18,8 @@ from test_federated import check_wire
 
 def crash_in_round_2_on_partition_1(msg, context, call_next):
     """A Flower client mod: client 1 crashes in round 2."""
-    if int(context.node_config["partition-id"]) == 1 and int(msg.content["config"]["server-round"]) == 2:
+    if (msg.metadata.message_type == "train" and int(context.node_config["partition-id"]) == 1
+            and int(msg.content["config"]["server-round"]) == 2):
         raise RuntimeError("simulated client crash")
     return call_next(msg, context)
 
@@ -38,7 +39,7 @@ def test_real_flower_simulation_survives_a_crash_and_leaks_no_secret(tmp_path):
     log = load_capture(out / "wire.pt")  # what the server received, as saved on disk
     errors = [e for e in log.received if "error" in e]
     assert len(errors) == 1 and errors[0]["round"] == 2 and "simulated client crash" in errors[0]["error"]
-    assert len([e for e in log.received if "error" not in e]) == 8
+    assert len([e for e in log.received if "error" not in e and e["type"] == "train"]) == 8
     enc = frozen_encoder("", "cls")
     raw_cos, mask_cos = check_wire(log, cfg, enc, set(build_model(cfg, enc).named_parameters()))
     assert raw_cos < 0.95 and mask_cos < 0.5, (raw_cos, mask_cos)

@@ -48,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--hidden", default="", help="head hidden sizes, e.g. 384,384,384 (default: d,d,d)")
     g.add_argument("--dropout", type=float, default=0.1)
     g.add_argument("--eval-every", type=int, default=1, help="evaluate the global model every N rounds")
+    g.add_argument("--eval-mask", default="pool", choices=["none", "pool"],
+                   help="pool (default): clients also score the global model on their dev shard masked with their own "
+                        "pool (federated evaluation); none: only the server's unmasked dev score")
     g.add_argument("--checkpoint-every", type=int, default=0, help="checkpoint every N rounds (always at the end)")
     g.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes every client's secrets reproducible")
     g = p.add_argument_group("output")
@@ -82,7 +85,7 @@ def config_from_args(args: argparse.Namespace):
         encoder_lr=args.encoder_lr, model=args.model, pooling=args.pooling, max_length=args.max_length,
         hidden=args.hidden, dropout=args.dropout, train_limit=args.train_limit, dev_limit=args.dev_limit,
         data_dir=args.data_dir, cache_dir=args.cache_dir, fraction_train=args.fraction_train,
-        min_clients=args.min_clients, eval_every=args.eval_every, checkpoint_every=args.checkpoint_every,
+        min_clients=args.min_clients, eval_every=args.eval_every, eval_mask=args.eval_mask, checkpoint_every=args.checkpoint_every,
         seed=-1 if args.seed is None else args.seed,
     )
 
@@ -111,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
         f"{'no TextHide' if cfg.scheme == 'none' else f'(m, k) = ({cfg.m}, {cfg.k})'}; starting Flower's simulation")
     rec = run_simulation(cfg, out=out, resume=args.resume, wire=wire, round_timeout=args.round_timeout, verbose=args.verbose)
     split = next(iter(rec["eval"]))
-    say(f"{rec['label']}: {rec['metric']} score {rec['score']:.2f} on {split} after {cfg.rounds} rounds "
-        f"(best {rec['best_score']:.2f}); results in {out / 'result.json'}")
+    say(f"{rec['label']}: {rec['metric']} score {rec['score']:.2f} on {split} ({rec['score_source']}) after "
+        f"{cfg.rounds} rounds (best {rec['best_score']:.2f}; server, unmasked: {rec['server_score']:.2f}); "
+        f"results in {out / 'result.json'}")
     return 0

@@ -33,7 +33,10 @@ from ..models.encoder import SentenceEncoder
 from ..rng import SecretGenerator
 from ..training import task_loss
 from .config import FederatedConfig, client_pool_sizes
-from .data import ClientData, load_client_data
+from ..data import get_task
+from ..models import extract_features
+from ..training.trainer import evaluate
+from .data import ClientData, cached_features, labels_tensor, load_client_data, load_dev, shard_indices
 from .model import FederatedModel, build_model, frozen_encoder, tensors_to_record
 
 POOL_KEY = "privnlu-texthide-pool"
@@ -151,6 +154,30 @@ def client_update(cfg: FederatedConfig, partition: int, state: RecordDict, rnd: 
                        "metrics": MetricRecord({"num-examples": seen, "train-loss": loss})})
 
 
+def client_evaluate(cfg: FederatedConfig, partition: int, state: RecordDict, arrays: ArrayRecord) -> RecordDict:
+    """Federated evaluation: score ``W_t`` on this client's shard of the dev split, each example masked
+    with a mask from the client's own pool (``eval_mask = pool``, as a key holder would), else unmasked.
+    Only the score and the shard size leave the client."""
+    task = get_task(cfg.task)
+    split = task.eval_splits[0]
+    dev = load_dev(cfg)[split]
+    rows = shard_indices(len(dev), cfg.clients, partition)
+    encoder = _encoder(cfg)
+    model = build_model(cfg, encoder)
+    model.load_arrays(arrays)
+    if cfg.mode == "frozen":
+        x = cached_features(cfg, encoder, dev)[torch.from_numpy(rows)]
+    else:
+        sub = dev.subset(rows.tolist())
+        x = extract_features(encoder, sub.texts_a, sub.texts_b, max_length=cfg.max_length, progress=False)
+    if cfg.scheme == "texthide" and cfg.eval_mask == "pool":
+        pool = client_pool(cfg, partition, state, encoder.dim)
+        x = TextHide(pool.m, cfg.k, dim=encoder.dim, rng=client_rng(cfg, partition, "eval"), pool=pool).mask_only(x)
+    y = labels_tensor(dev)[torch.from_numpy(rows)]
+    score = evaluate(model.head, {split: (x, y)}, task)[split]["score"]
+    return RecordDict({"metrics": MetricRecord({"num-examples": len(rows), "score": float(score)})})
+
+
 def node_partition(context: Context, cfg: FederatedConfig) -> int:
     """This node's partition id, checked against the run's number of clients."""
     from ..errors import PrivnluError
@@ -175,5 +202,11 @@ def make_client_app(cfg: FederatedConfig | None = None, *, mods: tuple = ()) -> 
         rnd = int(msg.content["config"]["server-round"])
         content = client_update(run_cfg, part, context.state, rnd, msg.content["arrays"])
         return Message(content=content, reply_to=msg)
+
+    @app.evaluate()
+    def evaluate_(msg: Message, context: Context) -> Message:
+        run_cfg = cfg or FederatedConfig.from_run_config(dict(context.run_config))
+        part = node_partition(context, run_cfg)
+        return Message(content=client_evaluate(run_cfg, part, context.state, msg.content["arrays"]), reply_to=msg)
 
     return app

@@ -56,6 +56,7 @@ class FederatedConfig:
     fraction_train: float = 1.0
     min_clients: int = 0  # 0 = all clients must be available and answer
     eval_every: int = 1
+    eval_mask: str = "pool"  # clients also score the model on their dev shard masked with their own pool
     checkpoint_every: int = 0  # 0 = only at the end
     seed: int = -1  # -1 = secure randomness; >= 0 EXPERIMENTS ONLY
 
@@ -88,6 +89,8 @@ class FederatedConfig:
             raise PrivnluError(f"--fraction-train must be in (0, 1], not {self.fraction_train}")
         if not 0 <= self.min_clients <= self.clients:
             raise PrivnluError(f"--min-clients must be between 1 and --clients ({self.clients}), not {self.min_clients}")
+        if self.eval_mask not in ("none", "pool"):
+            raise PrivnluError(f"--eval-mask must be none or pool, not '{self.eval_mask}'")
         if self.eval_every < 0 or self.checkpoint_every < 0:
             raise PrivnluError("--eval-every and --checkpoint-every must be >= 0")
         if self.train_limit < 0 or self.dev_limit < 0:

@@ -80,6 +80,9 @@ def run_server(grid: Grid, cfg: FederatedConfig, *, out: Path | None, resume: bo
             entry["train_loss"] = float(tm["train-loss"])
         if (cfg.eval_every and g % cfg.eval_every == 0) or g == cfg.rounds:
             entry["eval"] = evaluate(model.head, eval_sets(), task)
+        em = strategy.last_eval_metrics
+        if em is not None and "score" in em:
+            entry["client_eval_score"] = float(em["score"])
         history.append(entry)
         if ckpt is not None and ((cfg.checkpoint_every and g % cfg.checkpoint_every == 0) or g == cfg.rounds):
             _save(ckpt, cfg, model, strategy, g, history)
@@ -99,6 +102,7 @@ def run_server(grid: Grid, cfg: FederatedConfig, *, out: Path | None, resume: bo
         raise PrivnluError("the run finished without an evaluation; set --eval-every or check the checkpoint")
     first = task.eval_splits[0]
     final = evals[-1]["eval"]
+    client_scores = [h["client_eval_score"] for h in history if "client_eval_score" in h]
     n_train = len(load_train(cfg))
     record = {
         "kind": "federated",
@@ -115,8 +119,12 @@ def run_server(grid: Grid, cfg: FederatedConfig, *, out: Path | None, resume: bo
         "rounds": cfg.rounds,
         "metric": task.metric,
         "eval": final,
-        "score": final[first]["score"],
-        "best_score": max(h["eval"][first]["score"] for h in evals),
+        # the headline score: clients' pool-masked federated evaluation when they ran one, else the server's
+        "score": client_scores[-1] if client_scores else final[first]["score"],
+        "best_score": max(client_scores) if client_scores else max(h["eval"][first]["score"] for h in evals),
+        "score_source": "clients, own-pool-masked dev shards" if client_scores else "server, unmasked dev",
+        "server_score": final[first]["score"],
+        "eval_mask": cfg.eval_mask,
         "n_train": n_train,
         "encoder": config_summary(encoder),
         "config": asdict(cfg),

@@ -33,10 +33,31 @@ from .model import record_to_tensors, tensors_to_record
 
 
 class ResumableRounds:
-    """Mixin: number rounds from ``round_offset + 1`` so a resumed run continues its count."""
+    """Mixin: number rounds from ``round_offset + 1`` so a resumed run continues its count, and run
+    client-side evaluation only every ``eval_every`` rounds (and in the last)."""
 
     round_offset: int = 0
+    eval_every: int = 1
+    total_rounds: int = 0
     last_train_metrics: MetricRecord | None = None
+    last_eval_metrics: MetricRecord | None = None
+
+    def evaluates(self, server_round: int) -> bool:
+        g = server_round + self.round_offset
+        return bool(self.eval_every) and (g % self.eval_every == 0 or g == self.total_rounds)
+
+    def configure_evaluate(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid) -> Iterable[Message]:
+        self.last_eval_metrics = None
+        if not self.evaluates(server_round):
+            return []
+        return super().configure_evaluate(server_round + self.round_offset, arrays, config, grid)  # type: ignore[misc]
+
+    def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
+        replies = list(replies)
+        if not replies:
+            return None
+        self.last_eval_metrics = super().aggregate_evaluate(server_round + self.round_offset, replies)  # type: ignore[misc]
+        return self.last_eval_metrics
 
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid) -> Iterable[Message]:
         return super().configure_train(server_round + self.round_offset, arrays, config, grid)  # type: ignore[misc]
@@ -109,8 +130,14 @@ class TextHideFedSGD(ResumableRounds, FedAvg):
 
 def make_strategy(cfg: FederatedConfig, initial: dict[str, torch.Tensor]) -> ResumableRounds:
     """The strategy for ``cfg``: FedSGD (Algorithm 2) or FedAvg; no client-side evaluation rounds."""
-    common = dict(fraction_train=cfg.fraction_train, fraction_evaluate=0.0, min_train_nodes=1,
-                  min_available_nodes=cfg.min_available)
+    client_eval = cfg.eval_mask == "pool" and cfg.scheme == "texthide" and cfg.eval_every > 0
+    common = dict(fraction_train=cfg.fraction_train, fraction_evaluate=1.0 if client_eval else 0.0, min_train_nodes=1,
+                  min_evaluate_nodes=1, min_available_nodes=cfg.min_available)
+    strategy: ResumableRounds
     if cfg.algorithm == "fedsgd":
-        return TextHideFedSGD(initial=initial, lr=cfg.lr, encoder_lr=cfg.encoder_lr, optimizer=cfg.server_optimizer, **common)
-    return FedAvgTextHide(**common)
+        strategy = TextHideFedSGD(initial=initial, lr=cfg.lr, encoder_lr=cfg.encoder_lr, optimizer=cfg.server_optimizer,
+                                  **common)
+    else:
+        strategy = FedAvgTextHide(**common)
+    strategy.eval_every, strategy.total_rounds = cfg.eval_every, cfg.rounds
+    return strategy
