@@ -286,3 +286,28 @@ def test_cli_bad_input_is_one_line_exit_2(extra, msg, capsys, tmp_path):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) <= 2 and msg in err[-1] and "Traceback" not in "".join(err)
     assert not out.exists()
+
+
+# -- deployment ----------------------------------------------------------------
+
+def test_deploy_writes_a_valid_flower_app_carrying_the_run_settings(tmp_path):
+    import tomllib
+
+    from flwr.common.config import validate_config
+
+    from privnlu.federated.deploy import check_address, write_app
+
+    cfg = FederatedConfig(task="tweets", clients=2, rounds=3, m="4", k=2, batch_size=16, seed=1)
+    app = write_app(tmp_path / "app", cfg, superlink="127.0.0.1:8000", out=tmp_path / "run", resume=False,
+                    record_wire=1, round_timeout=60.0)
+    conf = tomllib.loads((app / "pyproject.toml").read_text())
+    ok, errors, _ = validate_config(conf, check_module=True, project_dir=app)
+    assert ok, errors
+    run_config = conf["tool"]["flwr"]["app"]["config"]
+    assert FederatedConfig.from_run_config(run_config) == cfg
+    assert run_config["out"] == str((tmp_path / "run").resolve()) and run_config["record-wire"] == 1
+    home = tomllib.loads((app / ".flwr" / "config.toml").read_text())
+    assert home["superlink"]["privnlu"] == {"address": "127.0.0.1:8000", "insecure": True}
+    for bad in ("", "localhost", "host:port", "127.0.0.1:0"):
+        with pytest.raises(PrivnluError, match="HOST:PORT"):
+            check_address(bad)
