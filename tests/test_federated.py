@@ -311,3 +311,17 @@ def test_deploy_writes_a_valid_flower_app_carrying_the_run_settings(tmp_path):
     for bad in ("", "localhost", "host:port", "127.0.0.1:0"):
         with pytest.raises(PrivnluError, match="HOST:PORT"):
             check_address(bad)
+
+
+def test_joint_mode_sends_encoder_gradients_and_updates_the_encoder(tiny_model, tmp_path):
+    cfg = make_cfg(tiny_model, tmp_path, mode="joint", rounds=2, clients=2, m="2", k=2, batch_size=4,
+                   train_limit=24, dev_limit=12, eval_mask="none", encoder_lr=1e-2)
+    log = WireLog()
+    rec = run_server(InProcessGrid(make_client_app(cfg), cfg.clients), cfg, out=tmp_path / "joint", wire=log)
+    grads = [e["arrays"]["gradients"] for e in log.received if e["type"] == "train"]
+    assert len(grads) == 4 and any(n.startswith("encoder.") for n in grads[0])
+    assert any(np.abs(g[n]).max() > 0 for g in grads for n in g if n.startswith("encoder.model.encoder.layer.0"))
+    sent = [e for e in log.sent if "arrays" in e]
+    name = next(n for n in sent[0]["arrays"]["arrays"] if n.startswith("encoder.model.encoder.layer.0") and n.endswith("weight"))
+    assert not np.allclose(sent[0]["arrays"]["arrays"][name], sent[1]["arrays"]["arrays"][name])  # W_1 != W_2
+    assert rec["mode"] == "joint" and [h["round"] for h in rec["history"]] == [1, 2]
