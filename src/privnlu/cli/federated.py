@@ -106,13 +106,15 @@ def run(args: argparse.Namespace) -> int:
 
         return deploy(cfg, out=out, superlink=args.superlink, app_dir=Path(args.app_dir) if args.app_dir else None,
                       resume=args.resume, record_wire=args.record_wire, round_timeout=args.round_timeout)
-    from ..federated.simulation import run_simulation
+    from ..federated.simulation import preflight, run_simulation
     from ..federated.wire import WireLog
 
+    preflight(cfg)
     wire = WireLog(args.record_wire) if args.record_wire else None
     say(f"privnlu federated: {cfg.clients} clients, {cfg.rounds} rounds, {cfg.algorithm}, "
         f"{'no TextHide' if cfg.scheme == 'none' else f'(m, k) = ({cfg.m}, {cfg.k})'}; starting Flower's simulation")
-    rec = run_simulation(cfg, out=out, resume=args.resume, wire=wire, round_timeout=args.round_timeout, verbose=args.verbose)
+    rec = run_simulation(cfg, out=out, resume=args.resume, wire=wire, round_timeout=args.round_timeout,
+                         verbose=args.verbose, checked=True)
     split = next(iter(rec["eval"]))
     say(f"{rec['label']}: {rec['metric']} score {rec['score']:.2f} on {split} ({rec['score_source']}) after "
         f"{cfg.rounds} rounds (best {rec['best_score']:.2f}; server, unmasked: {rec['server_score']:.2f}); "

@@ -88,7 +88,7 @@ class FederatedConfig:
         if not 0 < self.fraction_train <= 1:
             raise PrivnluError(f"--fraction-train must be in (0, 1], not {self.fraction_train}")
         if not 0 <= self.min_clients <= self.clients:
-            raise PrivnluError(f"--min-clients must be between 1 and --clients ({self.clients}), not {self.min_clients}")
+            raise PrivnluError(f"--min-clients must be between 1 and --clients ({self.clients}) (0 = all), not {self.min_clients}")
         if self.eval_mask not in ("none", "pool"):
             raise PrivnluError(f"--eval-mask must be none or pool, not '{self.eval_mask}'")
         if self.eval_every < 0 or self.checkpoint_every < 0:
