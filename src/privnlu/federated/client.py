@@ -27,15 +27,15 @@ import torch
 from flwr.app import Array, ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 
+from ..data import get_task
+from ..errors import PrivnluError
 from ..mechanisms.texthide import INF, MaskPool, TextHide
-from ..models import load_encoder
+from ..models import extract_features, load_encoder
 from ..models.encoder import SentenceEncoder
 from ..rng import SecretGenerator
 from ..training import task_loss
-from .config import FederatedConfig, client_pool_sizes
-from ..data import get_task
-from ..models import extract_features
 from ..training.trainer import evaluate
+from .config import FederatedConfig, client_pool_sizes
 from .data import ClientData, cached_features, labels_tensor, load_client_data, load_dev, shard_indices
 from .model import FederatedModel, build_model, frozen_encoder, tensors_to_record
 
@@ -180,8 +180,6 @@ def client_evaluate(cfg: FederatedConfig, partition: int, state: RecordDict, arr
 
 def node_partition(context: Context, cfg: FederatedConfig) -> int:
     """This node's partition id, checked against the run's number of clients."""
-    from ..errors import PrivnluError
-
     nc = context.node_config
     if PARTITION_KEY not in nc:
         raise PrivnluError("this SuperNode has no partition-id; start it with --node-config 'partition-id=N num-partitions=C'")
