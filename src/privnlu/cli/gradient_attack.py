@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--round", type=positive_int, default=1, help="with --wire: the round to attack")
     p.add_argument("--node", type=int, help="with --wire: the client node id (default: the first reply)")
     p.add_argument("--no-mask", action="store_true", help="with --wire: the run used no TextHide mask")
+    p.add_argument("--truth", metavar="RUN_DIR",
+                   help="with --wire: score the recovery against the training representations of that federated run "
+                        "(evaluation only: the attacker never reads them)")
     p.add_argument("--out", help="results JSON (default: runs/attacks/gradient_matching.json)")
     p.set_defaults(func=run)
 
@@ -52,9 +55,14 @@ def run(args: argparse.Namespace) -> int:
         rec = {"kind": "gradient_attack", "source": "wire", "wire": str(args.wire), **info,
                "masked": not args.no_mask, "recovered": res.recovered.tolist(),
                "grad_distance": res.grad_distance, "seconds": round(res.seconds, 2)}
+        verdict = ""
+        if args.truth:
+            mse, ok = _score_against_run(Path(args.truth), res.recovered)
+            rec.update({"mse": mse, "success": ok})
+            verdict = f"; min MSE to a training representation {mse:.3g} (success: {ok})"
         write_json_atomic(out, rec)
         say(f"attacked round {info['round']} node {info['node_id']}: gradient distance {res.grad_distance:.2e} "
-            f"in {res.seconds:.1f}s; recovered input in {out}")
+            f"in {res.seconds:.1f}s{verdict}; recovered input in {out}")
         return 0
     from ..data import get_task
     from ..models import FeatureCache, load_encoder
@@ -83,3 +91,21 @@ def run(args: argparse.Namespace) -> int:
     write_json_atomic(out, rec)
     say(f"success rates {rec['summary']}; results in {out}")
     return 0
+
+
+def _score_against_run(run_dir: Path, recovered) -> tuple[float, bool]:
+    """Min MSE between the recovery and any training representation of the run (the evaluator's ground truth)."""
+    from ..attacks.gradient_matching import score
+    from ..federated.config import FederatedConfig
+    from ..federated.data import cached_features, load_train
+    from ..federated.model import load_config_encoder
+    from ..io import read_json
+
+    try:
+        cfg = FederatedConfig(**read_json(run_dir / "result.json")["config"])
+    except (OSError, KeyError, ValueError, TypeError):
+        raise PrivnluError(f"--truth {run_dir}: not a finished privnlu federated run folder") from None
+    if cfg.mode != "frozen":
+        raise PrivnluError("--truth needs a frozen-mode run (its representations are fixed)")
+    x = cached_features(cfg, load_config_encoder(cfg), load_train(cfg))
+    return score(recovered, x)
