@@ -115,6 +115,9 @@ def test_train_sweep_report_and_resume(capsys, tmp_path, tiny_model, toy_glue, c
     stamp = (sweep_dir / "m4-k2.json").stat().st_mtime_ns
     assert run_cli(capsys, "sweep", *args, "--m", "0,4", "--k", "1,2", "--epochs", "1", "--batch-size", "8", "--out", str(sweep_dir))[0] == 0
     assert (sweep_dir / "m4-k2.json").stat().st_mtime_ns == stamp  # finished points are skipped (resume)
+    assert main(["report", str(sweep_dir), "--markdown"]) == 0
+    markdown = capsys.readouterr().out
+    assert "| k=2 |" in markdown and "m=4" in markdown
     code, err = run_cli(capsys, "report", str(run_dir), str(sweep_dir), "--out", str(tmp_path / "report"))
     page = (tmp_path / "report" / "index.html").read_text()
     assert code == 0 and "metric against m and k" in page and (tmp_path / "report" / "sweep_sst2.png").exists()
@@ -142,3 +145,18 @@ def test_report_errors(capsys, tmp_path):
     write(tmp_path / "bad.json", "{not json")
     code, err = run_cli(capsys, "report", str(tmp_path / "bad.json"), "--out", str(tmp_path / "r"))
     assert code == 2 and "not a valid results JSON" in err
+
+
+def test_train_on_users_own_files(capsys, tmp_path, tiny_model, cache_dir):
+    rows = [f'"{"great, lovely" if i % 2 else "awful"} film {i}",{"pos" if i % 2 else "neg"}\n' for i in range(24)]
+    train = write(tmp_path / "train.csv", "review,sentiment\n" + "".join(rows))
+    dev = write(tmp_path / "dev.csv", "review,sentiment\n" + "".join(rows[:8]))
+    args = ["--task", "myreviews", "--train-file", str(train), "--dev-file", str(dev), "--text-col", "review",
+            "--label-col", "sentiment", "--model", str(tiny_model), "--cache-dir", str(cache_dir), "--quiet", "--epochs", "1"]
+    code, err = run_cli(capsys, "train", *args, "--out", str(tmp_path / "run"))
+    assert code == 0, err
+    rec = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert rec["task"] == "myreviews" and rec["n_train"] == 24
+    write(dev, "review,sentiment\nmeh,neutral\n")
+    code, err = run_cli(capsys, "train", *args, "--out", str(tmp_path / "run2"))
+    assert code == 2 and "not one of the task's labels" in err

@@ -1,5 +1,7 @@
 """Integration: the real packaged all-MiniLM-L6-v2, end to end on a small slice of a packaged corpus."""
 
+from dataclasses import replace
+
 import pytest
 
 from privnlu.experiments.pipeline import RunSpec, prepare, train_run, with_scheme
@@ -30,6 +32,6 @@ def test_end_to_end_beats_chance_clearly(bbc, m, k, inter):
     spec, prep = bbc
     majority = max(prep.evals["dev"].labels.count(c) for c in range(5)) / len(prep.evals["dev"])
     cfg = TrainConfig(epochs=15, lr=2e-3, batch_size=32, seed=0, eval_mask="pool" if m else "none")
-    run = with_scheme(spec.__class__(**{**spec.__dict__, "train": cfg}), m=m, k=k, inter=inter)
+    run = with_scheme(replace(spec, train=cfg), m=m, k=k, inter=inter)
     rec = train_run(run, prep if not inter else prepare(run, progress=False), progress=False)
     assert rec["score"] > 100 * majority + 25, (rec["score"], majority)

@@ -1,6 +1,7 @@
 """The shared training loop: the (0, 1) identity, learning, resume, joint mode and losses."""
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -43,7 +44,7 @@ def test_texthide_0_1_equals_baseline_exactly(tiny_model):
     prep = synthetic_prep(tiny_model)
     base = RunSpec(task="sst2", train=TrainConfig(epochs=2, seed=11))
     a = train_run(base, prep, progress=False)
-    b = train_run(with_scheme(base, m=0, k=1).__class__(**{**base.__dict__, "scheme": "texthide"}), prep, progress=False)
+    b = train_run(replace(base, scheme="texthide"), prep, progress=False)  # (m, k) = (0, 1)
     assert a["history"][-1]["train_loss"] == b["history"][-1]["train_loss"]
     assert a["eval"] == b["eval"]
 
@@ -63,11 +64,10 @@ def test_resume_continues_and_keeps_key(tiny_model, tmp_path):
     spec = with_scheme(RunSpec(task="sst2", train=TrainConfig(epochs=3, seed=2)), m=8, k=2)
     rec = train_run(spec, prep, run_dir=tmp_path, out=tmp_path / "result.json", progress=False)
     key_before = (tmp_path / "key.pt").read_bytes()
-    longer = spec.__class__(**{**spec.__dict__, "train": TrainConfig(epochs=3, seed=2)})
-    again = train_run(longer, prep, run_dir=tmp_path, resume=True, progress=False)
+    again = train_run(replace(spec, train=TrainConfig(epochs=3, seed=2)), prep, run_dir=tmp_path, resume=True, progress=False)
     assert again["history"] == rec["history"]  # all epochs were done: nothing retrained
     assert (tmp_path / "key.pt").read_bytes() == key_before
-    other = spec.__class__(**{**spec.__dict__, "train": TrainConfig(epochs=5, seed=2)})
+    other = replace(spec, train=TrainConfig(epochs=5, seed=2))
     with pytest.raises(PrivnluError, match="other settings"):
         train_run(other, prep, run_dir=tmp_path, resume=True, progress=False)
     assert json.loads((tmp_path / "result.json").read_text())["score"] == rec["score"]
@@ -91,3 +91,12 @@ def test_bad_training_settings():
         TrainConfig(lr=0)
     with pytest.raises(PrivnluError, match="scheme 'none'"):
         RunSpec(task="sst2", m=4)
+
+
+def test_abs_input_head_is_mask_invariant(tiny_model):
+    from privnlu.models.heads import AbsInput, MLPHead
+
+    head = AbsInput(MLPHead(8, 2)).eval()
+    x = torch.randn(5, 8)
+    sigma = torch.where(torch.rand(5, 8) < 0.5, -1.0, 1.0)
+    torch.testing.assert_close(head(x * sigma), head(x))

@@ -52,12 +52,6 @@ class SecretGenerator:
             return self._np.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
         return np.frombuffer(os.urandom(8 * n), dtype=np.uint64).copy()
 
-    def spawn(self) -> "SecretGenerator":
-        """An independent child generator (secure, or seeded from this stream)."""
-        if self._np is None:
-            return SecretGenerator()
-        return SecretGenerator(int(self.words(1)[0]), warn=False)
-
     # -- derived draws ---------------------------------------------------
     def uniform(self, shape: tuple[int, ...] | int, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """Uniform on the open interval (0, 1), with 53 random bits."""
@@ -98,11 +92,6 @@ class SecretGenerator:
         if size > n:
             raise ValueError("cannot choose more items than there are")
         return self.permutation(n)[:size]
-
-
-def make_generator(seed: int | None) -> SecretGenerator:
-    """The generator for a run: secure unless an experiment ``seed`` is given."""
-    return SecretGenerator(seed)
 
 
 def _shape(shape: tuple[int, ...] | int) -> tuple[int, ...]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from ..errors import PrivnluError
 from ..experiments.pipeline import RunSpec
@@ -51,6 +50,12 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--data-dir", help="GLUE data folder (default: $PRIVNLU_DATA, else ../shared/data/glue)")
     g.add_argument("--train-limit", type=positive_int, help="use only the first N training examples")
     g.add_argument("--dev-limit", type=positive_int, help="use only the first N dev examples")
+    g.add_argument("--train-file", help="your own train file (.csv, .tsv or .jsonl); --task then names it")
+    g.add_argument("--dev-file", help="your own dev file, same columns as --train-file")
+    g.add_argument("--text-col", default="text", help="text column of --train-file (default: text)")
+    g.add_argument("--text-pair-col", help="second text column, for sentence-pair tasks")
+    g.add_argument("--label-col", default="label", help="label column (default: label)")
+    g.add_argument("--regression", action="store_true", help="labels are numbers (metric: Pearson/Spearman)")
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
@@ -85,8 +90,11 @@ def add_train_args(p: argparse.ArgumentParser, *, epochs: int = 20, lr: float = 
     g.add_argument("--batch-size", type=positive_int, default=64)
     g.add_argument("--weight-decay", type=float, default=0.01)
     g.add_argument("--hidden", type=int_list, help="head hidden sizes, e.g. 768,768,768 (default: d,d,d)")
-    g.add_argument("--eval-mask", default="none", choices=list(EVAL_MASKS),
-                   help="mask dev representations with a pool mask, as the reference code did (default: none)")
+    g.add_argument("--eval-mask", default="pool", choices=list(EVAL_MASKS),
+                   help="dev representations are never mixed; 'pool' masks each with a pool mask as the data owner "
+                        "would (the reference code's behaviour, default), 'none' evaluates on raw representations")
+    g.add_argument("--abs-input", action="store_true",
+                   help="train the head on |x| (mask-invariant: it needs no key, which shows how little the masks hide)")
     g.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes every secret reproducible")
     g.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -94,11 +102,25 @@ def add_train_args(p: argparse.ArgumentParser, *, epochs: int = 20, lr: float = 
 def train_config(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(
         epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, weight_decay=args.weight_decay,
-        hidden=tuple(args.hidden) if args.hidden else None, eval_mask=args.eval_mask, seed=args.seed,
+        hidden=tuple(args.hidden) if args.hidden else None, eval_mask=args.eval_mask,
+        abs_input=getattr(args, "abs_input", False), seed=args.seed,
     )
 
 
+def register_user_files(args: argparse.Namespace) -> None:
+    """With --train-file, register the user's files under the --task name."""
+    if not getattr(args, "train_file", None):
+        return
+    if not args.dev_file:
+        raise PrivnluError("--train-file needs --dev-file as well")
+    from ..data.tasks import register_table_task
+
+    register_table_task(args.task, args.train_file, args.dev_file, text_col=args.text_col, label_col=args.label_col,
+                        text_pair_col=args.text_pair_col, regression=args.regression)
+
+
 def run_spec(args: argparse.Namespace, **override) -> RunSpec:
+    register_user_files(args)
     scheme = override.pop("scheme", getattr(args, "scheme", "none"))
     m = override.pop("m", getattr(args, "m", None))
     k = override.pop("k", getattr(args, "k", None))
@@ -127,5 +149,12 @@ def say(msg: str) -> None:
     sys.stderr.write(msg + "\n")
 
 
-def out_path(text: str | None, default: Path) -> Path:
-    return Path(text) if text else default
+
+def add_recipe_args(p: argparse.ArgumentParser, *, epochs: int = 20) -> None:
+    """Options shared by `demo` and `reproduce`."""
+    p.add_argument("--epochs", type=positive_int, default=epochs)
+    p.add_argument("--train-limit", type=positive_int, help="use only the first N training examples")
+    p.add_argument("--data-dir", help="GLUE data folder")
+    p.add_argument("--cache-dir", help="feature cache folder")
+    p.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes every secret reproducible")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")

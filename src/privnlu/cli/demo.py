@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..experiments.demo import run_demo
-from .common import positive_int, say
+from .common import add_recipe_args, positive_int, say, warn_seed
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,17 +16,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="runs/demo", help="output folder (default: runs/demo)")
     p.add_argument("--task", default="tweets", help="task (default: tweets, packaged)")
     p.add_argument("--model", help="a local Hugging Face model folder (default: packaged all-MiniLM-L6-v2)")
-    p.add_argument("--epochs", type=positive_int, default=20)
-    p.add_argument("--train-limit", type=positive_int, help="use only the first N training examples")
     p.add_argument("--public-size", type=positive_int, default=10000, help="public Wikipedia sentences for inter (default: 10000)")
-    p.add_argument("--data-dir", help="GLUE data folder, for a GLUE --task")
-    p.add_argument("--cache-dir", help="feature cache folder")
-    p.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes every secret reproducible")
-    p.add_argument("--quiet", action="store_true")
+    add_recipe_args(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    warn_seed(args)
     page = run_demo(Path(args.out), task=args.task, model=args.model, epochs=args.epochs, train_limit=args.train_limit,
                     public_size=args.public_size, data_dir=args.data_dir, cache_dir=args.cache_dir, seed=args.seed,
                     progress=not args.quiet)

@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="shared output file (.pt): encodings and mixed labels")
     p.add_argument("--key-out", required=True, help="key file (.pt, mode 0600): keep it private")
     p.add_argument("--quiet", action="store_true")
-    p.set_defaults(func=run, scheme="texthide", mode="frozen", lr=1.0, encoder_lr=2e-5, weight_decay=0.0, hidden=None, eval_mask="none")
+    p.set_defaults(func=run, scheme="texthide", mode="frozen", lr=1.0, encoder_lr=2e-5, weight_decay=0.0, hidden=None, eval_mask="pool")
 
 
 def run(args: argparse.Namespace) -> int:

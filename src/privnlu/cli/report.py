@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..report import build_report
+from ..report import build_report, markdown_report
 from .common import say
 
 
@@ -14,10 +14,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("results", nargs="+", help="result JSON files or folders")
     p.add_argument("--out", default="runs/report", help="output folder (default: runs/report)")
     p.add_argument("--title", default="privnlu report")
+    p.add_argument("--markdown", action="store_true", help="print the tables as Markdown to stdout instead (for docs)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.markdown:
+        print(markdown_report(args.results))
+        return 0
     page = build_report(args.results, args.out, title=args.title)
     say(f"report: {page.resolve()}")
     return 0

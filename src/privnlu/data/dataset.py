@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..errors import PrivnluError
 
@@ -58,6 +59,16 @@ class TextDataset:
     def head(self, n: int | None) -> "TextDataset":
         """The first ``n`` examples (all when ``n`` is None)."""
         return self if n is None or n >= len(self) else self.subset(range(n))
+
+
+def read_utf8(path: Path) -> str:
+    """A data file's text (a UTF-8 BOM allowed), with one-line errors for a missing or non-UTF-8 file."""
+    if not path.is_file():
+        raise PrivnluError(f"data file not found: {path} (check the path, --data-dir or PRIVNLU_DATA)")
+    try:
+        return path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise PrivnluError(f"{path}: not UTF-8 text (byte {exc.start}); re-encode the file as UTF-8") from None
 
 
 def check_texts(texts: list[str], where: str) -> None:

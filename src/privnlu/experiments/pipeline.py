@@ -19,8 +19,9 @@ from ..data import TextDataset, get_task, load_public_corpus
 from ..data.tasks import TaskSpec
 from ..errors import PrivnluError
 from ..io import write_json_atomic
-from ..mechanisms.texthide import INF, MaskPool, TextHide, check_k, m_label, parse_m
+from ..mechanisms.texthide import MaskPool, TextHide, check_k, m_label, parse_m
 from ..models import FeatureCache, MLPHead, config_summary, load_encoder
+from ..models.heads import AbsInput
 from ..models.encoder import SentenceEncoder
 from ..models.features import extract_features
 from ..rng import SecretGenerator
@@ -158,7 +159,10 @@ def train_run(
         torch.manual_seed(cfg.seed)  # model initialisation only; secrets use `rng`
     dim = prep.encoder.dim
     num_out = 1 if task.is_regression else len(task.label_names)
-    head = MLPHead(dim, num_out, cfg.hidden, cfg.dropout).to(spec.device)
+    head: torch.nn.Module = MLPHead(dim, num_out, cfg.hidden, cfg.dropout)
+    if cfg.abs_input:
+        head = AbsInput(head)
+    head = head.to(spec.device)
     pool = None
     key_path = run_dir / "key.pt" if run_dir is not None else None
     if spec.scheme == "texthide" and key_path is not None and resume and key_path.exists():
@@ -224,18 +228,17 @@ def _fit_joint(spec: RunSpec, prep: Prepared, eval_labels, hider, rng: SecretGen
         kw = dict(max_length=spec.max_length, batch_size=spec.encode_batch_size, bf16=spec.bf16, progress=False)
         return {s: (extract_features(enc, ds.texts_a, ds.texts_b, **kw), eval_labels[s]) for s, ds in prep.evals.items()}
 
-    public = None
-    if spec.inter:
-        texts = prep.public_texts or []
+    texts = prep.public_texts or []
 
-        @torch.no_grad()
-        def public(b: int) -> torch.Tensor:
-            idx = rng.randint(len(texts), b).tolist()
-            t = enc.tokenize([texts[i] for i in idx], max_length=spec.max_length)
-            t = {k: v.to(spec.device) for k, v in t.items()}
-            return enc(t["input_ids"], t["attention_mask"], t.get("token_type_ids"))
+    @torch.no_grad()
+    def encode_public(b: int) -> torch.Tensor:
+        """A fresh random public mini-batch through the current encoder (TextHide-inter)."""
+        idx = rng.randint(len(texts), b).tolist()
+        t = enc.tokenize([texts[i] for i in idx], max_length=spec.max_length)
+        t = {k: v.to(spec.device) for k, v in t.items()}
+        return enc(t["input_ids"], t["attention_mask"], t.get("token_type_ids"))
 
-    return fit(represent=represent, eval_sets=eval_sets, public=public, extra_params=list(enc.parameters()),
+    return fit(represent=represent, eval_sets=eval_sets, public=encode_public if spec.inter else None, extra_params=list(enc.parameters()),
                extra_modules={"encoder": enc}, extra_lr=spec.encoder_lr, **common)
 
 
@@ -248,7 +251,3 @@ def with_scheme(spec: RunSpec, *, m: float, k: int, inter: bool = False) -> RunS
 
 def grid_label(m: float, k: int) -> str:
     return f"m{m_label(m)}-k{k}"
-
-
-def is_finite_m(m: float) -> bool:
-    return m != INF and not math.isinf(m)

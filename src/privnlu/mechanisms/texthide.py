@@ -145,10 +145,13 @@ def mixing_coefficients(b: int, k: int, rng: SecretGenerator) -> torch.Tensor:
 
 
 def mix(rows: list[torch.Tensor], coeffs: torch.Tensor) -> torch.Tensor:
-    """``sum_j coeffs[:, j] * rows[j]`` without materialising a (b, k, d) tensor."""
+    """``sum_j coeffs[:, j] * rows[j]``, accumulated in place (no (b, k, d) tensor, one output buffer).
+
+    In-place accumulation is autograd-safe here: no backward formula needs ``out``.
+    """
     out = rows[0] * coeffs[:, :1].to(rows[0].dtype)
     for j in range(1, len(rows)):
-        out = out + rows[j] * coeffs[:, j : j + 1].to(rows[j].dtype)
+        out.addcmul_(rows[j], coeffs[:, j : j + 1].to(rows[j].dtype))
     return out
 
 
@@ -207,7 +210,7 @@ class TextHide:
             raise PrivnluError(f"representations have width {x.shape[1]}, expected {self.dim}")
         k, kp = self.k, self.n_private
         perms = [torch.arange(b)] + [self.rng.permutation(b) for _ in range(kp - 1)]
-        rows = [x[p] for p in perms]
+        rows = [x] + [x.index_select(0, p.to(x.device)) for p in perms[1:]]  # pi_1 = identity: no gather
         partners = torch.stack(perms, dim=1)
         public_flags = torch.zeros(b, k, dtype=torch.bool)
         if self.inter:
@@ -225,7 +228,7 @@ class TextHide:
         y_mixed = mix([y[p.to(y.device)] for p in perms], priv.to(y.device))
         masks, mask_ids = self.pool.draw(b, self.rng)
         if masks is not None:
-            mixed = mixed * masks.to(device=x.device, dtype=x.dtype)
+            mixed.mul_(masks.to(device=x.device, dtype=x.dtype))
         return HiddenBatch(mixed, y_mixed, partners, coeffs, public_flags, mask_ids)
 
     def mask_only(self, x: torch.Tensor) -> torch.Tensor:

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 import torch
 from torch import nn
@@ -97,15 +95,6 @@ def pool(out, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
     return (out.last_hidden_state * mask).sum(1) / mask.sum(1).clamp_min(1.0)
 
 
-@dataclass(frozen=True)
-class EncoderSpec:
-    """How to build a :class:`SentenceEncoder`; ``model=None`` means the packaged MiniLM."""
-
-    model: str | None = None
-    pooling: str = "cls"
-    device: str = "cpu"
-
-
 def load_encoder(model: str | Path | None = None, *, pooling: str = "cls", device: str = "cpu") -> SentenceEncoder:
     """Load a local Hugging Face model folder (offline; never from a hub)."""
     path = Path(model) if model else default_model_path()
@@ -137,11 +126,6 @@ def config_summary(enc: SentenceEncoder) -> dict:
         "pooling": enc.pooling,
         "fingerprint": enc.fingerprint[:16],
     }
-
-
-def iter_batches(n: int, batch_size: int) -> Iterable[slice]:
-    for start in range(0, n, batch_size):
-        yield slice(start, min(start + batch_size, n))
 
 
 def json_key(obj: dict) -> str:

@@ -27,3 +27,19 @@ class MLPHead(nn.Module):
 
     def forward(self, x):
         return self.net(x)
+
+
+class AbsInput(nn.Module):
+    """``f(|x|)``: a head that sees absolute values only.
+
+    Sign masks satisfy ``|sigma o v| = |v|``, so such a head is mask-invariant: it can
+    be trained on TextHide encodings and applied to new inputs without any key. This is
+    the first step of Xie & Hong's attack, and a check of how much the masks hide.
+    """
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x.abs())

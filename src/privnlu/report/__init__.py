@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import importlib
 
-from .builder import build_report, load_results
-from .registry import SECTIONS, Context, section, table
+from .builder import build_report, load_results, markdown_report
+from .registry import SECTIONS, Context, md_table, section, table
 
-SECTION_MODULES = ("texthide_sections", "federated_sections")
+SECTION_MODULES = ("texthide_sections", "dchi_sections", "federated_sections")
 
 
 def load_sections() -> None:
@@ -19,4 +19,4 @@ def load_sections() -> None:
         importlib.import_module(f"{__name__}.{name}")
 
 
-__all__ = ["SECTIONS", "Context", "build_report", "load_results", "load_sections", "section", "table"]
+__all__ = ["SECTIONS", "Context", "build_report", "load_results", "load_sections", "markdown_report", "md_table", "section", "table"]

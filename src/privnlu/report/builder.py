@@ -48,6 +48,20 @@ def load_results(paths: list[str | Path]) -> list[dict]:
     return records
 
 
+def markdown_report(paths: list[str | Path]) -> str:
+    """The sections that have a Markdown form, as text (for docs/results.md)."""
+    from . import load_sections
+
+    load_sections()
+    records = load_results(paths)
+    parts = []
+    for sec in sorted(SECTIONS.values(), key=lambda s: s.order):
+        body = sec.markdown(records) if sec.markdown else None
+        if body:
+            parts.append(f"### {sec.title}\n\n{body}\n")
+    return "\n".join(parts)
+
+
 def build_report(paths: list[str | Path], out_dir: str | Path, *, title: str = "privnlu report") -> Path:
     """Render every registered section that has something to show; return the page's path."""
     from . import load_sections

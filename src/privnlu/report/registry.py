@@ -17,22 +17,26 @@ from typing import Callable
 Render = Callable[[list[dict], "Context"], "str | None"]
 
 
+Markdown = Callable[[list[dict]], "str | None"]
+
+
 @dataclass(frozen=True)
 class Section:
     name: str
     title: str
     order: int
     render: Render
+    markdown: Markdown | None = None
 
 
 SECTIONS: dict[str, Section] = {}
 
 
-def section(name: str, title: str, order: int = 100) -> Callable[[Render], Render]:
-    """Decorator: register ``render`` as a report section."""
+def section(name: str, title: str, order: int = 100, *, markdown: Markdown | None = None) -> Callable[[Render], Render]:
+    """Decorator: register ``render`` as a report section (``markdown``: optional text-table renderer)."""
 
     def deco(fn: Render) -> Render:
-        SECTIONS[name] = Section(name, title, order, fn)
+        SECTIONS[name] = Section(name, title, order, fn, markdown)
         return fn
 
     return deco
@@ -56,14 +60,22 @@ class Context:
         return f'<img src="{fname}" alt="{html.escape(alt)}">'
 
 
+def fmt(v: object) -> str:
+    """Cell text: floats with 2 decimals, None as empty."""
+    if isinstance(v, float):
+        return f"{v:.2f}"
+    return "" if v is None else str(v)
+
+
 def table(headers: list[str], rows: list[list[object]]) -> str:
-    """A plain HTML table; floats are shown with 2 decimals."""
-
-    def cell(v: object) -> str:
-        if isinstance(v, float):
-            return f"{v:.2f}"
-        return html.escape("" if v is None else str(v))
-
+    """A plain HTML table."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in r) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(v))}</td>" for v in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def md_table(headers: list[str], rows: list[list[object]]) -> str:
+    """The same table as GitHub Markdown."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(fmt(v) for v in r) + " |" for r in rows]
+    return "\n".join(lines)

@@ -30,7 +30,12 @@ from ..io import torch_save_atomic
 from ..mechanisms.texthide import TextHide
 from .losses import task_loss
 
-EVAL_MASKS = ("none", "pool")
+#: How dev representations are presented at evaluation. They are never mixed (k = 1).
+#: "pool": each is masked with a mask from the training pool, as the data owner encodes its
+#: own queries with its key (the reference code's behaviour; privnlu's default, because a head
+#: trained on masked inputs scores at chance on unmasked ones, see docs/results.md).
+#: "none": raw representations.
+EVAL_MASKS = ("pool", "none")
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,8 @@ class TrainConfig:
     warmup_ratio: float = 0.1
     hidden: tuple[int, ...] | None = None
     dropout: float = 0.1
-    eval_mask: str = "none"
+    eval_mask: str = "pool"
+    abs_input: bool = False
     seed: int | None = None
 
     def __post_init__(self) -> None:

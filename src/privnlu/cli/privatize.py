@@ -1,0 +1,64 @@
+"""``privnlu privatize``: d_chi-privatize a file of texts on the user's side before it leaves the device."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import PrivnluError
+from ..mechanisms.dchi import check_eta
+from ..mechanisms.dchi_text import MECHANISMS, OUTPUT_SUFFIX, DchiPrivatizer, check_mechanism, privatize_file
+from ..rng import SecretGenerator
+from .common import positive_int, say, warn_seed
+
+MAX_TRUNCATION_LINES = 5
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("privatize", help="d_chi-privatize a text file (token rep, text-to-text or sequence rep)",
+                       description="Read one text per line, privatize each with d_chi-privacy over the encoder's "
+                                   "token-embedding space (Qu et al. 2021), and write the result atomically. "
+                                   "text: privatized text, one per line; rep: noisy token embeddings (.npz); "
+                                   "sequence: noisy sentence representations (.npz). Large files are streamed.")
+    p.add_argument("input", help="UTF-8 text file, one text per line")
+    p.add_argument("--out", required=True, help="output file (.txt for text, .npz for rep/sequence)")
+    p.add_argument("--mechanism", default="text", help=f"one of {', '.join(MECHANISMS)} (default: text)")
+    p.add_argument("--eta", type=float, required=True, help="privacy parameter eta > 0 (smaller = more noise); "
+                                                             "see `privnlu calibrate-eta`")
+    p.add_argument("--model", help="a local Hugging Face model folder (default: packaged all-MiniLM-L6-v2)")
+    p.add_argument("--pooling", default="cls", choices=["cls", "pooler", "mean"], help="sentence representation for --mechanism sequence")
+    p.add_argument("--max-length", type=positive_int, default=128, help="max tokens per text incl. [CLS]/[SEP]; longer texts are truncated with a warning")
+    p.add_argument("--hnsw", action="store_true", help="text: approximate nearest token with a FAISS HNSW index (same guarantee, faster, lower fidelity)")
+    p.add_argument("--chunk-lines", type=positive_int, default=256, help="lines processed at a time (default: 256)")
+    p.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes the noise reproducible")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    check_mechanism(args.mechanism)
+    check_eta(args.eta)
+    src, out = Path(args.input), Path(args.out)
+    if not src.is_file():
+        raise PrivnluError(f"input file {src} not found")
+    if src.stat().st_size == 0:
+        raise PrivnluError(f"input file {src} is empty: nothing to privatize")
+    if out.resolve() == src.resolve():
+        raise PrivnluError("--out must differ from the input file")
+    if out.suffix != OUTPUT_SUFFIX[args.mechanism]:
+        raise PrivnluError(f"--out for --mechanism {args.mechanism} should end in {OUTPUT_SUFFIX[args.mechanism]}")
+    warn_seed(args)
+    rng = SecretGenerator(args.seed, warn=False) if args.seed is not None else SecretGenerator()
+    priv = DchiPrivatizer.load(eta=args.eta, mechanism=args.mechanism, model=args.model, pooling=args.pooling, rng=rng,
+                               max_length=args.max_length, hnsw=args.hnsw)
+    shown = [0]
+
+    def warn(line: int, tokens: int) -> None:
+        shown[0] += 1
+        if shown[0] <= MAX_TRUNCATION_LINES:
+            say(f"warning: line {line} has {tokens} tokens; truncated to {args.max_length - 2} (+[CLS]/[SEP] = --max-length {args.max_length})")
+
+    summary = privatize_file(priv, src, out, chunk_lines=args.chunk_lines, on_truncate=warn)
+    if len(summary.truncated) > MAX_TRUNCATION_LINES:
+        say(f"warning: {len(summary.truncated)} texts in all were truncated to --max-length {args.max_length}")
+    say(f"privatized {summary.texts} texts with {args.mechanism} at eta = {args.eta:g}; wrote {out}")
+    return 0

@@ -1,0 +1,111 @@
+"""d_chi analyses: k-NN geometry, plausible deniability (exact fast path), inversion attack, eta calibration, report."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from privnlu.attacks.dchi_inversion import NearestNeighbourInversion, inversion_accuracy
+from privnlu.cli.main import main
+from privnlu.experiments import qu2021
+from privnlu.mechanisms.dchi import TokenSpace, m_txt
+from privnlu.mechanisms.dchi_stats import knn_distances, plausible_deniability
+from privnlu.rng import SecretGenerator
+
+
+def gen(seed: int) -> SecretGenerator:
+    return SecretGenerator(seed, warn=False)
+
+
+@pytest.fixture(scope="module")
+def small_space():
+    """A 600-token, 24-d random table with 10 special tokens (fast, exact brute force is cheap)."""
+    g = np.random.default_rng(0)
+    emb = torch.from_numpy(g.standard_normal((600, 24))).float() * 0.2
+    special = torch.zeros(600, dtype=torch.bool)
+    special[:10] = True
+    return TokenSpace(emb, special)
+
+
+def test_knn_distances_match_brute_force(small_space):
+    d = torch.cdist(small_space.regular.double(), small_space.regular.double())
+    srt = d.sort(1).values  # column 0 is the token itself
+    got = knn_distances(small_space, (1, 5, 100), chunk=64)
+    for k in (1, 5, 100, 589):
+        assert got[k] == pytest.approx(srt[:, k].mean().item(), rel=1e-4)
+
+
+def test_deniability_fast_path_equals_full_search(small_space):
+    """The certified candidate shortcut gives exactly the full-vocabulary answer (same noise bank)."""
+    for eta in (10.0, 120.0):
+        fast = plausible_deniability(small_space, eta, gen(1), draws=60, stages=(4, 32))
+        full = plausible_deniability(small_space, eta, gen(1), draws=60, stages=(1,), tol=float("inf"))  # nothing certified
+        assert full.certified == 0
+        assert torch.equal(fast.n_w, full.n_w) and torch.equal(fast.s_w, full.s_w)
+    assert fast.certified > 0.5  # the shortcut does apply at eta = 120
+
+
+def test_deniability_limits_and_agreement_with_m_txt(small_space):
+    hi = plausible_deniability(small_space, 1e7, gen(2), draws=50)
+    assert (hi.n_w == 50).all() and (hi.s_w == 1).all()
+    # N_w / draws estimates P(M_txt(w) = w): compare with direct M_txt draws, pooled over words (4 s.e.)
+    eta, draws = 12.0, 100
+    d = plausible_deniability(small_space, eta, gen(3), draws=draws)
+    p_fast = d.n_w.sum().item() / (len(d.n_w) * draws)
+    ids = small_space.regular_ids.repeat(draws)
+    p_direct = (m_txt(small_space, ids, eta, gen(4)) == ids).float().mean().item()
+    se = np.sqrt(p_direct * (1 - p_direct) / len(ids)) * 2  # words are shared: be generous
+    assert 0.05 < p_fast < 0.95 and abs(p_fast - p_direct) < 4 * se + 0.01
+    assert (d.s_w >= 1).all() and (d.s_w <= draws).all() and (d.n_w <= draws).all()
+
+
+def test_inversion_attack_grants_only_the_public_table(small_space):
+    attacker = NearestNeighbourInversion(small_space)
+    assert set(vars(attacker)) == {"public_table"}
+    ids = small_space.regular_ids[:200]
+    assert inversion_accuracy(small_space, ids, 1e7, gen(5)) == 1.0
+    low, high = inversion_accuracy(small_space, ids.repeat(5), 20.0, gen(6)), inversion_accuracy(small_space, ids.repeat(5), 200.0, gen(6))
+    assert low < high
+
+
+def test_calibrate_eta_hits_target(small_space):
+    ids = small_space.regular_ids.repeat(3)
+    rec = qu2021.calibrate_eta(small_space, ids, 0.5, gen(7), eta_range=(1.0, 1e4))
+    assert abs(rec["accuracy_at_eta"] - 0.5) < 0.02
+    # a fresh evaluation at the calibrated eta lands near the target (sampling error of 1770 tokens, 4 s.e. ~ 0.05)
+    assert abs(inversion_accuracy(small_space, ids, rec["eta"], gen(8)) - 0.5) < 0.06
+
+
+def test_calibrate_eta_bad_target(small_space):
+    from privnlu.errors import PrivnluError
+
+    with pytest.raises(PrivnluError, match="outside"):
+        qu2021.calibrate_eta(small_space, small_space.regular_ids, 0.5, gen(9), eta_range=(1e5, 1e6))
+
+
+def test_cli_analyses_and_report(capsys, tmp_path, tiny_model):
+    outs = []
+    for analysis, extra in [("geometry", ["--sample", "200"]), ("examples", ["--draws", "50"]),
+                            ("deniability", ["--sample", "64", "--draws", "100", "--eta", "2000"])]:
+        out = tmp_path / f"{analysis}.json"
+        assert main(["dchi-analyze", analysis, "--out", str(out), "--model", str(tiny_model), "--seed", "0", "--etas", "100,1000", *extra]) == 0
+        rec = json.loads(out.read_text())
+        assert rec["kind"] == "dchi" and rec["analysis"] == analysis
+        outs.append(out)
+    inv = {"kind": "dchi", "analysis": "inversion", "task": "sst2", "dim": 32, "tokens": 10,
+           "rows": [{"eta": 50, "accuracy": 0.1, "paper": 0.0154}, {"eta": 100, "accuracy": 0.5, "paper": 0.3402}]}
+    (tmp_path / "inv.json").write_text(json.dumps(inv))
+    assert main(["report", *map(str, outs), str(tmp_path / "inv.json"), "--out", str(tmp_path / "rep")]) == 0
+    page = next((tmp_path / "rep").glob("*.html")).read_text()
+    assert "token inversion accuracy against eta" in page and "plausible deniability" in page
+    assert (tmp_path / "rep" / "dchi_inversion.png").exists()
+
+
+def test_cli_calibrate_errors(capsys, tiny_model):
+    assert main(["calibrate-eta", "--target", "1.5", "--model", str(tiny_model)]) == 2
+    assert main(["dchi-analyze", "nonsense", "--out", "x.json", "--model", str(tiny_model)]) == 2
+    err = capsys.readouterr().err
+    assert "--target must be in (0, 1)" in err and "unknown analysis 'nonsense'" in err
