@@ -59,6 +59,16 @@ def run_simulation(cfg: FederatedConfig, *, out: Path | None = None, resume: boo
                             "init_args": {"num_cpus": cpus, "num_gpus": 0, "include_dashboard": False,
                                           "logging_level": "error", "log_to_driver": verbose}},
         )
+    except PrivnluError:
+        raise
+    except Exception as exc:  # Ray failing to start on an overloaded machine, a crashed ServerApp, ...
+        if verbose:
+            raise
+        root = exc
+        while root.__cause__ is not None:
+            root = root.__cause__
+        first = str(root).strip().splitlines()[0] if str(root).strip() else type(root).__name__
+        raise PrivnluError(f"Flower's simulation failed: {first} (rerun with --verbose for Flower's traceback)") from None
     finally:
         flwr_logger.setLevel(old)
     if not results:
