@@ -14,7 +14,7 @@ import warnings
 
 from ..errors import PrivnluError
 
-COMMAND_MODULES = ("train", "encode", "sweep", "reproduce", "demo", "report", "tasks", "privatize", "dchi")
+COMMAND_MODULES = ("train", "encode", "sweep", "reproduce", "demo", "report", "tasks", "privatize", "dchi", "federated", "gradient_attack")
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -1,0 +1,185 @@
+"""The ServerApp: global model, strategy, central evaluation, checkpoints and the results record.
+
+Each round Flower's strategy loop sends ``W_t`` to the sampled clients,
+aggregates their replies (:mod:`.strategy`) and then calls our evaluation hook,
+which scores the global model on the task's dev split (unmixed, unmasked
+representations: the server holds no key) every ``eval_every`` rounds and writes
+an atomic checkpoint every ``checkpoint_every`` rounds (and at the end). With
+``resume`` the server restores the model, the server optimizer and the history
+from the checkpoint and runs only the remaining rounds.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from flwr.app import ConfigRecord, Context, MetricRecord
+from flwr.serverapp import Grid, ServerApp
+
+from .. import __version__
+from ..errors import PrivnluError
+from ..io import torch_save_atomic, write_json_atomic
+from ..models import config_summary, extract_features
+from ..training.trainer import evaluate
+from .config import FederatedConfig, client_pool_sizes
+from .data import cached_features, labels_tensor, load_dev, load_train
+from .model import build_model, load_config_encoder
+from .strategy import make_strategy
+from .wire import RecordingGrid, WireLog
+
+CHECKPOINT = "checkpoint.pt"
+RESULT = "result.json"
+WIRE = "wire.pt"
+
+
+def _resume_key(cfg: FederatedConfig) -> dict:
+    d = asdict(cfg)
+    d.pop("rounds")  # a resumed run may go on for more rounds
+    d.pop("eval_every")
+    d.pop("checkpoint_every")
+    return d
+
+
+def run_server(grid: Grid, cfg: FederatedConfig, *, out: Path | None, resume: bool = False,
+               wire: WireLog | None = None, round_timeout: float = 600.0) -> dict:
+    """Run all (remaining) rounds on ``grid`` and return the ``kind: federated`` results record."""
+    t0 = time.time()
+    encoder = load_config_encoder(cfg)
+    model = build_model(cfg, encoder, init_seed=cfg.experiment_seed)
+    task = model.task
+    dev = load_dev(cfg)
+    dev_y = {s: labels_tensor(ds) for s, ds in dev.items()}
+    dev_x = {s: cached_features(cfg, encoder, ds) for s, ds in dev.items()} if cfg.mode == "frozen" else None
+
+    def eval_sets():
+        if dev_x is not None:
+            return {s: (dev_x[s], dev_y[s]) for s in dev}
+        return {s: (extract_features(encoder, ds.texts_a, ds.texts_b, max_length=cfg.max_length, progress=False), dev_y[s])
+                for s, ds in dev.items()}
+
+    initial = {n: p.detach().clone() for n, p in model.named_parameters().items()}
+    strategy = make_strategy(cfg, initial)
+    history: list[dict] = []
+    done = 0
+    ckpt = out / CHECKPOINT if out is not None else None
+    if ckpt is not None and resume and ckpt.exists():
+        done, history = _restore(ckpt, cfg, model, strategy)
+    strategy.round_offset = done
+
+    def on_round(rnd: int, arrays) -> MetricRecord | None:
+        if rnd == 0:
+            return None
+        g = done + rnd
+        model.load_arrays(arrays)
+        entry: dict = {"round": g, "seconds": round(time.time() - t0, 2)}
+        tm = strategy.last_train_metrics
+        if tm is not None and "train-loss" in tm:
+            entry["train_loss"] = float(tm["train-loss"])
+        if (cfg.eval_every and g % cfg.eval_every == 0) or g == cfg.rounds:
+            entry["eval"] = evaluate(model.head, eval_sets(), task)
+        em = strategy.last_eval_metrics
+        if em is not None and "score" in em:
+            entry["client_eval_score"] = float(em["score"])
+        history.append(entry)
+        if ckpt is not None and ((cfg.checkpoint_every and g % cfg.checkpoint_every == 0) or g == cfg.rounds):
+            _save(ckpt, cfg, model, strategy, g, history)
+        if wire is not None and out is not None:
+            wire.save(out / WIRE)
+        ev = entry.get("eval")
+        return MetricRecord({"score": float(ev[task.eval_splits[0]]["score"])}) if ev else None
+
+    remaining = cfg.rounds - done
+    if remaining > 0:
+        g = RecordingGrid(grid, wire) if wire is not None else grid
+        result = strategy.start(grid=g, initial_arrays=model.to_arrays(), num_rounds=remaining,
+                                train_config=ConfigRecord(), evaluate_fn=on_round, timeout=round_timeout)
+        model.load_arrays(result.arrays)
+    evals = [h for h in history if "eval" in h]
+    if not evals:
+        raise PrivnluError("the run finished without an evaluation; set --eval-every or check the checkpoint")
+    first = task.eval_splits[0]
+    final = evals[-1]["eval"]
+    client_scores = [h["client_eval_score"] for h in history if "client_eval_score" in h]
+    n_train = len(load_train(cfg))
+    record = {
+        "kind": "federated",
+        "privnlu": __version__,
+        "label": f"{cfg.task}-{cfg.algorithm}-{'baseline' if cfg.scheme == 'none' else f'm{cfg.m}-k{cfg.k}'}-c{cfg.clients}",
+        "task": cfg.task,
+        "algorithm": cfg.algorithm,
+        "mode": cfg.mode,
+        "scheme": cfg.scheme,
+        "m": cfg.m,
+        "k": cfg.k,
+        "clients": cfg.clients,
+        "pool_sizes": [str(s) for s in client_pool_sizes(cfg.m, cfg.clients, cfg.pool_sizes)],
+        "rounds": cfg.rounds,
+        "metric": task.metric,
+        "eval": final,
+        # the headline score: clients' pool-masked federated evaluation when they ran one, else the server's
+        "score": client_scores[-1] if client_scores else final[first]["score"],
+        "best_score": max(client_scores) if client_scores else max(h["eval"][first]["score"] for h in evals),
+        "score_source": "clients, own-pool-masked dev shards" if client_scores else "server, unmasked dev",
+        "server_score": final[first]["score"],
+        "eval_mask": cfg.eval_mask,
+        "n_train": n_train,
+        "encoder": config_summary(encoder),
+        "config": asdict(cfg),
+        "experiment_seed": cfg.experiment_seed,
+        "history": history,
+        "seconds": round(time.time() - t0, 2),
+    }
+    if out is not None:
+        write_json_atomic(out / RESULT, record)
+    return record
+
+
+def _save(path: Path, cfg: FederatedConfig, model, strategy, rnd: int, history: list[dict]) -> None:
+    torch_save_atomic(path, {
+        "round": rnd,
+        "params": {n: p.detach().clone() for n, p in model.named_parameters().items()},
+        "strategy": strategy.state_dict(),
+        "history": history,
+        "config": _resume_key(cfg),
+    })
+
+
+def _restore(path: Path, cfg: FederatedConfig, model, strategy) -> tuple[int, list[dict]]:
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=False)
+        params = blob["params"]
+    except Exception:
+        raise PrivnluError(f"checkpoint {path} is corrupt; delete it to start over") from None
+    if blob.get("config") != _resume_key(cfg):
+        raise PrivnluError(f"checkpoint {path} is from a run with other settings; delete it or use another --out")
+    from .model import tensors_to_record
+
+    model.load_arrays(tensors_to_record(params))
+    strategy.load_state_dict(blob["strategy"])
+    return int(blob["round"]), list(blob["history"])
+
+
+def make_server_app(cfg: FederatedConfig | None = None, *, out: Path | None = None, resume: bool = False,
+                    wire: WireLog | None = None, results: list | None = None, round_timeout: float | None = None) -> ServerApp:
+    """A ServerApp. ``cfg=None`` reads the settings (and ``out``/``resume``/``record-wire``) from
+    Flower's run config, as in a ``flwr run`` deployment; ``results`` collects the record in-process."""
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        rc = dict(context.run_config)
+        run_cfg = cfg or FederatedConfig.from_run_config(rc)
+        run_out = out if out is not None else (Path(str(rc["out"])) if rc.get("out") else None)
+        run_resume = resume or bool(rc.get("resume", False))
+        run_wire = wire
+        if run_wire is None and int(rc.get("record-wire", 0) or 0):
+            run_wire = WireLog(int(rc["record-wire"]))
+        rec = run_server(grid, run_cfg, out=run_out, resume=run_resume, wire=run_wire,
+                         round_timeout=round_timeout or float(rc.get("round-timeout", 600.0)))
+        if results is not None:
+            results.append(rec)
+
+    return app
