@@ -14,7 +14,7 @@ import warnings
 
 from ..errors import PrivnluError
 
-COMMAND_MODULES = ("train", "encode", "sweep", "demo", "report", "tasks")
+COMMAND_MODULES = ("train", "encode", "sweep", "demo", "report", "tasks", "attack")
 
 
 class OneLineParser(argparse.ArgumentParser):

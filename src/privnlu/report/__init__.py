@@ -11,7 +11,7 @@ import importlib
 from .builder import build_report, load_results
 from .registry import SECTIONS, Context, section, table
 
-SECTION_MODULES = ("texthide_sections",)
+SECTION_MODULES = ("texthide_sections", "attack_sections")
 
 
 def load_sections() -> None:

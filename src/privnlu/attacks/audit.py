@@ -1,0 +1,137 @@
+"""The auditor: plays the defender, hands the attacker only its view, and scores with the truth.
+
+The functions here are the only place where a release's :class:`KeyRecord` and
+the attack's output meet: the key gives the ground truth (which private example
+each encoding belongs to), and it never enters an :class:`AttackerView`.
+
+For each encoding of a mix, "its" private example is the first component
+``pi_1(i) = i`` (TextHide, Algorithm 1): the example whose batch slot produced it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+
+from ..errors import PrivnluError
+from ..mechanisms.release import SharedPayload, hide_dataset
+from ..mechanisms.texthide import TextHide, check_k, m_label, parse_m
+from ..rng import SecretGenerator
+from .inversion import InversionConfig, RepresentationInversion
+from .leakage import Pairs, leakage_scores
+from .search import SimilaritySearch
+from .threat import INVERSION_THREAT, SEARCH_THREAT, AttackerView, Corpus
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A defence setting to attack; ``random`` is the random-guess baseline (no encoding is used)."""
+
+    name: str
+    m: float = 0
+    k: int = 1
+    random: bool = False
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "m": m_label(self.m), "k": self.k, "random_guess": self.random}
+
+
+# Huang et al. 2020, section 4.4 / Table 3
+PAPER_CONDITIONS = (
+    Condition("baseline", 0, 1),
+    Condition("mix-only", 0, 4),
+    Condition("texthide", 256, 4),
+    Condition("random", random=True),
+)
+
+
+def parse_condition(text: str) -> Condition:
+    """``baseline``, ``mix-only``, ``texthide``, ``random`` or ``m,k`` (e.g. ``16,4``)."""
+    for c in PAPER_CONDITIONS:
+        if text == c.name:
+            return c
+    try:
+        m_text, k_text = text.split(":") if ":" in text else text.split("/")
+        check_k(int(k_text))
+        return Condition(f"m{m_label(parse_m(m_text))}-k{int(k_text)}", parse_m(m_text), int(k_text))
+    except PrivnluError as exc:
+        raise PrivnluError(f"condition '{text}': {exc}") from None
+    except ValueError:
+        raise PrivnluError(f"unknown condition '{text}'; use baseline, mix-only, texthide, random or M:K (e.g. 16:4)") from None
+
+
+def one_hot(labels: torch.Tensor) -> torch.Tensor:
+    labels = labels.long()
+    return torch.nn.functional.one_hot(labels, int(labels.max()) + 1 if len(labels) else 1).float()
+
+
+def release(x: torch.Tensor, labels: torch.Tensor, cond: Condition, rng: SecretGenerator, *, batch_size: int = 64,
+            hider: TextHide | None = None) -> tuple[SharedPayload, torch.Tensor, TextHide]:
+    """Defender side: encode ``x`` once; returns (payload, truth, hider), truth[i] = private index of encoding i."""
+    hider = hider or TextHide(cond.m, cond.k, dim=x.shape[1], rng=rng)
+    payload, key = hide_dataset(hider, x, one_hot(labels), epochs=1, batch_size=batch_size)
+    return payload, key.partners[:, 0].clone(), hider
+
+
+def _scores(retrieved: np.ndarray, truth: torch.Tensor, corpus: Corpus, truth_texts: list[str],
+            truth_labels: torch.Tensor | None, embed) -> dict[str, float]:
+    pairs = Pairs(
+        retrieved=[corpus.texts[i] for i in retrieved],
+        truth=[truth_texts[i] for i in truth.tolist()],
+        retrieved_labels=None if corpus.labels is None else corpus.labels[torch.as_tensor(retrieved)].tolist(),
+        true_labels=None if truth_labels is None else truth_labels[truth].tolist(),
+    )
+    return leakage_scores(pairs, corpus=corpus.texts, embed=embed)
+
+
+def search_audit(corpus: Corpus, query_idx: torch.Tensor, conditions: tuple[Condition, ...], rng: SecretGenerator, *,
+                 embed: Callable | None, batch_size: int = 64, guess_seed: int = 0) -> dict[str, dict]:
+    """Section 4.4: release the corpus rows ``query_idx`` under each condition and search the corpus with them."""
+    if corpus.labels is None:
+        raise PrivnluError("the search audit needs corpus labels (for the Label metric)")
+    texts_q = [corpus.texts[i] for i in query_idx.tolist()]
+    labels_q = corpus.labels[query_idx]
+    out: dict[str, dict] = {}
+    for cond in conditions:
+        if cond.random:
+            guess = np.random.default_rng(guess_seed).integers(0, len(corpus), size=len(query_idx))
+            truth = torch.arange(len(query_idx))
+            out[cond.name] = {**cond.to_json(), "metrics": _scores(guess, truth, corpus, texts_q, labels_q, embed)}
+            continue
+        payload, truth, _ = release(corpus.x[query_idx], labels_q, cond, rng, batch_size=batch_size)
+        view = AttackerView(SEARCH_THREAT, encodings=payload.x, scheme={"m": m_label(cond.m), "k": cond.k}, candidates=corpus)
+        res = SimilaritySearch().run(view)
+        out[cond.name] = {**cond.to_json(), "metrics": _scores(res.index, truth, corpus, texts_q, labels_q, embed),
+                          "mean_cosine": round(float(res.cosine.mean()), 4)}
+    return out
+
+
+def inversion_audit(train_x: torch.Tensor, train_labels: torch.Tensor, dev: Corpus, query_idx: torch.Tensor,
+                    conditions: tuple[Condition, ...], rng: SecretGenerator, *, embed: Callable | None,
+                    config: InversionConfig, batch_size: int = 64) -> dict[str, dict]:
+    """Appendix C.3: known pairs from the train split, queries from dev under the same key, candidates = dev."""
+    if dev.labels is None:
+        raise PrivnluError("the inversion audit needs dev labels (for the Label metric)")
+    texts_q = [dev.texts[i] for i in query_idx.tolist()]
+    labels_q = dev.labels[query_idx]
+    out: dict[str, dict] = {}
+    for cond in conditions:
+        if cond.random:
+            guess = np.random.default_rng(0).integers(0, len(dev), size=len(query_idx))
+            out[cond.name] = {**cond.to_json(), "metrics": _scores(guess, torch.arange(len(query_idx)), dev, texts_q, labels_q, embed)}
+            continue
+        known, known_truth, hider = release(train_x, train_labels, cond, rng, batch_size=batch_size)
+        payload, truth, _ = release(dev.x[query_idx], labels_q, cond, rng, batch_size=batch_size, hider=hider)
+        view = AttackerView(INVERSION_THREAT, encodings=payload.x, scheme={"m": m_label(cond.m), "k": cond.k},
+                            candidates=dev, known_pairs=(train_x[known_truth], known.x))
+        attack = RepresentationInversion(config)
+        res, pred = attack.run(view)
+        truth_x = dev.x[query_idx][truth]
+        out[cond.name] = {**cond.to_json(),
+                          "metrics": _scores(res.index, truth, dev, texts_q, labels_q, embed),
+                          "cosine_to_truth": round(float(torch.nn.functional.cosine_similarity(pred, truth_x).mean()), 4),
+                          "train_loss": [round(v, 5) for v in attack.losses]}
+    return out
