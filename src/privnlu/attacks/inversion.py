@@ -58,7 +58,7 @@ def fit_inverse(encoded: torch.Tensor, original: torch.Tensor, config: Inversion
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += float(loss) * len(idx)
+            total += float(loss.detach()) * len(idx)
         losses.append(total / n)
     net.eval()
     return net, losses
