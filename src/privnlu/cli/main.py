@@ -14,7 +14,7 @@ import warnings
 
 from ..errors import PrivnluError
 
-COMMAND_MODULES = ("train", "encode", "sweep", "demo", "report", "tasks", "attack")
+COMMAND_MODULES = ("train", "encode", "sweep", "demo", "report", "tasks", "attack", "dp")
 
 
 class OneLineParser(argparse.ArgumentParser):
