@@ -1,9 +1,7 @@
 """Privacy mechanisms applied by the data owner: TextHide (and, in later modules, DP and d_chi)."""
 
 from .release import KeyRecord, SharedPayload, hide_dataset
-from .dp import DPTextHide, GaussianEncoding, LaplaceEncoding, account, calibrate
 from .texthide import INF, HiddenBatch, MaskPool, TextHide, check_k, m_label, parse_m
 
 __all__ = [
-    "DPTextHide", "GaussianEncoding", "LaplaceEncoding", "account", "calibrate",
-    "KeyRecord", "SharedPayload", "hide_dataset", "INF", "HiddenBatch", "MaskPool", "TextHide", "check_k", "m_label", "parse_m"]
+    "KeyRecord", "SharedPayload", "hide_dataset","INF", "HiddenBatch", "MaskPool", "TextHide", "check_k", "m_label", "parse_m"]
