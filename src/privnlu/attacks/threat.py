@@ -183,7 +183,9 @@ INVERSION_THREAT = ThreatModel(
 )
 RECONSTRUCTION_THREAT = ThreatModel(
     "reconstruction",
-    frozenset({Grant.ENCODINGS, Grant.MIXED_LABELS, Grant.SCHEME, Grant.ENCODER, Grant.PUBLIC_CORPUS, Grant.AUXILIARY}),
-    "Xie & Hong 2021: the attacker sees all encodings and mixed labels of a release, knows h, (m, k) and the "
-    "public corpus, and has same-distribution data; it does not know which examples were used.",
+    frozenset({Grant.ENCODINGS, Grant.MIXED_LABELS, Grant.SCHEME, Grant.ENCODER, Grant.PUBLIC_CORPUS, Grant.AUXILIARY,
+               Grant.CANDIDATES}),
+    "Xie & Hong 2021: the attacker sees all encodings and mixed labels of a release, knows h, the public parameters "
+    "(m, k, epochs) and the public corpus, and has same-distribution data; it does not know which examples were used. "
+    "To map recovered vectors back to sentences it searches a corpus that contains the private sentences.",
 )
