@@ -102,3 +102,17 @@ def test_bad_attack_input(scheme, enc_rows, match):
         ReconstructionAttack(SMALL).run(view)
     with pytest.raises(PrivnluError, match="mismatched dimensions"):
         AttackerView(RECONSTRUCTION_THREAT, encodings=torch.randn(16, 8), auxiliary=Corpus(["a"], torch.randn(1, 9)))
+
+
+def test_report_section_for_reconstruction(tmp_path):
+    import json
+
+    from privnlu.report import build_report
+
+    rec = {"kind": "attack", "attack": "reconstruct", "task": "toy", "n_queries": 20, "epochs": 8,
+           "threat_model": RECONSTRUCTION_THREAT.to_json(),
+           "conditions": {"m0-k1": {"m": "0", "k": 1, "n_encodings": 160, "attack_seconds": 3.0,
+                                    "methods": {"clique": {"success": 100.0, "cosine_to_truth": 1.0}}}}}
+    (tmp_path / "r.json").write_text(json.dumps(rec))
+    page = build_report([tmp_path / "r.json"], tmp_path / "rep").read_text()
+    assert "clique success %" in page and "Xie &amp; Hong 2021" in page

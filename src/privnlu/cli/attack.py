@@ -39,6 +39,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--hidden", default="1024,1024", help="MLP hidden sizes (default: 1024,1024)")
     v.set_defaults(func=run_invert)
 
+    r = asub.add_parser("reconstruct", help="recover the private representations from a release (Xie & Hong 2021)")
+    _common(r, queries=100, conditions="1:1,1:2,1:4,1:6")
+    r.add_argument("--epochs", type=positive_int, default=50, help="encodings per private example (default: 50)")
+    r.add_argument("--aux-size", type=positive_int, default=2000,
+                   help="attacker's same-distribution examples, disjoint from the private ones (default: 2000)")
+    r.add_argument("--methods", default="greedy,clique", help="clustering methods (default: greedy,clique)")
+    r.add_argument("--sim-releases", type=positive_int, default=3, help="simulated releases for the pair network (default: 3)")
+    r.add_argument("--pairs", type=positive_int, default=40000, help="training pairs per simulated release (default: 40000)")
+    r.set_defaults(func=run_reconstruct)
+
 
 def _common(p: argparse.ArgumentParser, *, queries: int, conditions: str) -> None:
     p.add_argument("--task", required=True, help="a classification task, e.g. cola, sst2, tweets")
@@ -145,6 +155,49 @@ def run_invert(args: argparse.Namespace) -> int:
                   corpus_size=len(dev), n_known_pairs=len(prep.train), mlp={"hidden": list(hidden), "epochs": args.inv_epochs})
     write_json_atomic(args.out, rec)
     _summary(results)
+    say(f"wrote {args.out}")
+    return 0
+
+
+def run_reconstruct(args: argparse.Namespace) -> int:
+    from ..attacks.audit import reconstruction_audit
+    from ..attacks.reconstruction import CLUSTERINGS, ReconstructionConfig
+    from ..attacks.threat import RECONSTRUCTION_THREAT, Corpus
+
+    warn_seed(args)
+    t0 = time.time()
+    conds = _conditions(args.conditions)
+    require(not any(c.random for c in conds), "reconstruct takes M:K conditions (or baseline, mix-only, texthide), not random")
+    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    for m in methods:
+        require(m in CLUSTERINGS, f"unknown clustering '{m}'; choose from {', '.join(CLUSTERINGS)}")
+    require(args.epochs >= 2, "too few encodings to cluster: use --epochs 2 or more")
+    config = ReconstructionConfig(sim_releases=args.sim_releases, sim_epochs=min(args.epochs, 20), pairs_per_release=args.pairs,
+                                  seed=args.seed if args.seed is not None else 0)
+    _, prep = _prepare(args)
+    assert prep.train_x is not None
+    n_total = len(prep.train)
+    require(args.queries + args.aux_size <= n_total,
+            f"--queries {args.queries} private plus --aux-size {args.aux_size} auxiliary examples exceed the {n_total} available")
+    g = torch.Generator().manual_seed(args.seed if args.seed is not None else 0)  # which examples; not a secret
+    order = torch.randperm(n_total, generator=g)
+    priv, aux = order[: args.queries], order[args.queries : args.queries + args.aux_size]
+    labels = torch.tensor(prep.train.labels)
+    auxiliary = Corpus([prep.train.texts_a[i] for i in aux.tolist()], prep.train_x[aux], labels[aux])
+    candidates = Corpus(prep.train.texts_a, prep.train_x)
+    texts = [prep.train.texts_a[i] for i in priv.tolist()]
+    results = {}
+    for cond in conds:
+        results[cond.name] = reconstruction_audit(prep.train_x[priv], labels[priv], cond, _rng(args), epochs=args.epochs,
+                                                  auxiliary=auxiliary, candidates=candidates, private_texts=texts,
+                                                  config=config, methods=methods)
+        r = results[cond.name]
+        say(f"  {cond.name:>10}: " + ", ".join(f"{m} {v['success']:.0f}% (cos {v['cosine_to_truth']})" for m, v in r["methods"].items())
+            + f"; attack {r['attack_seconds']:.0f} s")
+    rec = _record(args, "reconstruct", RECONSTRUCTION_THREAT, prep, results, t0, corpus=f"{prep.task.name}/train",
+                  corpus_size=len(candidates), epochs=args.epochs, aux_size=args.aux_size,
+                  config={k: v for k, v in config.__dict__.items()})
+    write_json_atomic(args.out, rec)
     say(f"wrote {args.out}")
     return 0
 
