@@ -166,15 +166,24 @@ def score_reconstruction(recovered: torch.Tensor, clusters: list[torch.Tensor], 
 
 def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Condition, rng: SecretGenerator, *,
                          epochs: int, auxiliary: Corpus, candidates: Corpus | None = None, private_texts: list[str] | None = None,
-                         config=None, methods: tuple[str, ...] = ("greedy", "clique")) -> dict:
-    """Xie & Hong 2021 setting: release ``private_x`` ``epochs`` times under ``cond`` (one batch), attack, score."""
+                         config=None, methods: tuple[str, ...] = ("greedy", "clique"), mechanism=None) -> dict:
+    """Xie & Hong 2021 setting: release ``private_x`` ``epochs`` times under ``cond`` (one batch), attack, score.
+
+    With ``mechanism`` (a :class:`~privnlu.mechanisms.dp.EncodingMechanism`) the release is DP instance
+    encoding (Xie & Hong 2022): clipped, mixed, masked and noised (:class:`~privnlu.mechanisms.dp.DPTextHide`).
+    """
     import time as _time
 
     from .reconstruction import ReconstructionAttack, membership
     from .threat import RECONSTRUCTION_THREAT
 
     n = len(private_x)
-    hider = TextHide(cond.m, cond.k, dim=private_x.shape[1], rng=rng)
+    if mechanism is None:
+        hider = TextHide(cond.m, cond.k, dim=private_x.shape[1], rng=rng)
+    else:
+        from ..mechanisms.dp import DPTextHide
+
+        hider = DPTextHide(cond.m, cond.k, dim=private_x.shape[1], rng=rng, mechanism=mechanism)
     payload, key = hide_dataset(hider, private_x, one_hot(labels), epochs=epochs, batch_size=n)
     member = membership(key.partners, n, key.public)
     view = AttackerView(RECONSTRUCTION_THREAT, encodings=payload.x, mixed_labels=payload.y,
@@ -184,7 +193,7 @@ def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Co
     t0 = _time.perf_counter()
     results = attack.run(view)
     total = _time.perf_counter() - t0
-    out = {**cond.to_json(), "n_private": n, "epochs": epochs, "n_encodings": len(payload.x),
+    out = {**cond.to_json(), "dp": None if mechanism is None else mechanism.to_json(), "n_private": n, "epochs": epochs, "n_encodings": len(payload.x),
            "pair_train_accuracy": attack.pair_train_accuracy, "attack_seconds": round(total, 2), "methods": {}}
     for r in results:
         s = score_reconstruction(r.recovered, r.clusters, member, private_x)

@@ -47,6 +47,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--methods", default="greedy,clique", help="clustering methods (default: greedy,clique)")
     r.add_argument("--sim-releases", type=positive_int, default=3, help="simulated releases for the pair network (default: 3)")
     r.add_argument("--pairs", type=positive_int, default=40000, help="training pairs per simulated release (default: 40000)")
+    r.add_argument("--dp-mechanism", choices=["gaussian", "laplace"],
+                   help="attack DP instance encoding instead (Xie & Hong 2022): clip, mix, mask, add calibrated noise")
+    r.add_argument("--dp-epsilon", type=float, help="target epsilon per example for the whole release (with --dp-mechanism)")
+    r.add_argument("--dp-delta", type=float, default=1e-5)
+    r.add_argument("--dp-clip", type=float, default=1.0, help="clipping bound C (default: 1)")
+    r.add_argument("--calibration", default="correct", choices=["correct", "paper"],
+                   help="DP calibration; 'paper' is NOT a valid DP guarantee")
     r.set_defaults(func=run_reconstruct)
 
 
@@ -174,6 +181,12 @@ def run_reconstruct(args: argparse.Namespace) -> int:
     require(args.epochs >= 2, "too few encodings to cluster: use --epochs 2 or more")
     config = ReconstructionConfig(sim_releases=args.sim_releases, sim_epochs=min(args.epochs, 20), pairs_per_release=args.pairs,
                                   seed=args.seed if args.seed is not None else 0)
+    if args.dp_mechanism is not None:
+        from ..mechanisms.dp import check_privacy_params
+
+        require(args.dp_epsilon is not None, "--dp-mechanism needs --dp-epsilon")
+        check_privacy_params(args.dp_epsilon, args.dp_delta)
+        require(args.dp_clip > 0, f"the clipping bound C must be > 0, not {args.dp_clip}")
     _, prep = _prepare(args)
     assert prep.train_x is not None
     n_total = len(prep.train)
@@ -188,9 +201,20 @@ def run_reconstruct(args: argparse.Namespace) -> int:
     texts = [prep.train.texts_a[i] for i in priv.tolist()]
     results = {}
     for cond in conds:
+        mech = None
+        if args.dp_mechanism is not None:
+            from ..mechanisms.dp import calibrate
+
+            cal = calibrate(args.dp_mechanism, epsilon=args.dp_epsilon, delta=args.dp_delta, clip=args.dp_clip,
+                            dim=prep.train_x.shape[1], k=cond.k, epochs=args.epochs, calibration=args.calibration)
+            mech = cal.mechanism
+            if not cal.valid:
+                say(f"WARNING: --calibration paper is NOT a valid DP guarantee; this release is only ({cal.epsilon:.4g}, {cal.delta:g})-DP")
         results[cond.name] = reconstruction_audit(prep.train_x[priv], labels[priv], cond, _rng(args), epochs=args.epochs,
                                                   auxiliary=auxiliary, candidates=candidates, private_texts=texts,
-                                                  config=config, methods=methods)
+                                                  config=config, methods=methods, mechanism=mech)
+        if mech is not None:
+            results[cond.name]["dp_calibration"] = cal.to_json()
         r = results[cond.name]
         say(f"  {cond.name:>10}: " + ", ".join(f"{m} {v['success']:.0f}% (cos {v['cosine_to_truth']})" for m, v in r["methods"].items())
             + f"; attack {r['attack_seconds']:.0f} s")
