@@ -128,3 +128,18 @@ def test_dp_noise_defeats_the_attack_that_breaks_no_defence():
     r = reconstruction_audit(x, y, Condition("dp", 0, 1), SecretGenerator(0, warn=False), epochs=8,
                              auxiliary=Corpus([""] * len(aux), aux), config=SMALL, methods=("clique",), mechanism=cal.mechanism)
     assert r["dp"]["noise_multiplier"] > 10 and r["methods"]["clique"]["success"] <= 25
+
+
+def test_least_squares_chunking_does_not_change_the_solution():
+    from privnlu.attacks.reconstruction import _descend
+
+    g = torch.Generator().manual_seed(1)
+    slots = torch.randint(0, 4, (50, 2), generator=g)
+    mask = torch.ones(50, 2, dtype=torch.bool)
+    cls = torch.zeros(50, 2, dtype=torch.long)
+    same = (cls[:, :, None] == cls[:, None, :]) & mask[:, None, :] & mask[:, :, None]
+    mass = torch.ones(50, 2)
+    a, x0 = torch.rand(50, 12, generator=g), torch.randn(2, 4, 12, generator=g)
+    big = _descend(x0, a, slots, mask, same, mass, steps=20, lr=0.05)
+    small = _descend(x0, a, slots, mask, same, mass, steps=20, lr=0.05, chunk_floats=200)  # one coordinate per chunk
+    assert torch.allclose(big[0], small[0], atol=1e-5) and torch.allclose(big[1], small[1], atol=1e-6)

@@ -57,7 +57,7 @@ class ReconstructionConfig:
     lr: float = 2e-3
     ls_steps: int = 300
     ls_lr: float = 0.05
-    block: int = 128  # rows of the pair matrix scored at once
+    block: int = 32  # rows of the pair matrix scored at once (small blocks avoid page-fault storms)
     threshold: float = 0.0  # logit threshold for "share an original"
     seed: int | None = 0
 
@@ -96,7 +96,7 @@ class PairScorer(nn.Module):
         return 0.5 * (self._one_way(a, b) + self._one_way(b, a))
 
     @torch.no_grad()
-    def score_all(self, x: torch.Tensor, block: int = 128) -> torch.Tensor:
+    def score_all(self, x: torch.Tensor, block: int = 32) -> torch.Tensor:
         """The symmetric (N, N) logit matrix, diagonal -inf, scored in row blocks without pair inputs."""
         ua, vb, pa, qb = self.u(x), self.v(x), self.p(x), self.q(x)
         w, w0 = self.w.weight[0], self.w.bias[0]
@@ -283,23 +283,36 @@ def solve_originals(enc: torch.Tensor, slots: torch.Tensor, mask: torch.Tensor, 
     return best
 
 
-def _descend(x_init: torch.Tensor, a, slots, mask, same, class_mass, *, steps: int, lr: float):
-    """Adam on ``R`` independent starts at once; returns (X (R, n, d), final loss per start and coordinate (R, d))."""
+def _descend(x_init: torch.Tensor, a, slots, mask, same, class_mass, *, steps: int, lr: float,
+             chunk_floats: int = 4_000_000):
+    """Adam on ``R`` independent starts at once; returns (X (R, n, d), final loss per start and coordinate (R, d)).
+
+    The loss is a sum over coordinates, so each step accumulates gradients over chunks of coordinates; this
+    keeps every temporary below ``chunk_floats`` floats (large temporaries cost a page fault storm per step)."""
     R = x_init.shape[0]
     X = nn.Parameter(x_init.clone())
     theta = nn.Parameter(torch.zeros((R, *slots.shape)))
     opt = torch.optim.Adam([X, theta], lr=lr)
+    d = X.shape[2]
+    width = max(1, min(d, chunk_floats // max(1, R * slots.shape[0] * slots.shape[1])))
     for i in range(steps + 1):
-        t = theta.masked_fill(~mask, -math.inf)
-        et = torch.exp(t - t.max(-1, keepdim=True).values).masked_fill(~mask, 0.0)
-        within = et / (et[:, :, None, :] * same).sum(-1).clamp_min(1e-12)
-        mix = ((class_mass * within)[..., None] * X[:, slots]).sum(2)  # (R, N, d)
-        err = (mix.abs() - a) ** 2
-        if i == steps:
-            return X.detach(), err.detach().mean(1)
-        loss = err.sum(-1).mean(-1).sum()
+        final = i == steps
+        per_coord = []
         opt.zero_grad()
-        loss.backward()
+        with torch.set_grad_enabled(not final):
+            t = theta.masked_fill(~mask, -math.inf)
+            et = torch.exp(t - t.max(-1, keepdim=True).values).masked_fill(~mask, 0.0)
+            within = et / (et[:, :, None, :] * same).sum(-1).clamp_min(1e-12)
+            lam = (class_mass * within)[..., None]  # (R, N, K, 1)
+            for c in range(0, d, width):
+                mix = (lam * X[:, slots, c : c + width]).sum(2)  # (R, N, w)
+                err = (mix.abs() - a[:, c : c + width]) ** 2
+                if final:
+                    per_coord.append(err.mean(1))
+                else:
+                    err.sum(-1).mean(-1).sum().backward(retain_graph=c + width < d)
+        if final:
+            return X.detach(), torch.cat(per_coord, 1)
         opt.step()
     raise AssertionError("unreachable")
 
