@@ -1,0 +1,383 @@
+"""The reconstruction attack on instance encoding (Xie & Hong 2021; after Carlini et al. 2021 on InstaHide).
+
+Given ``N`` encodings ``e`` of ``n`` unknown private representations (each encoded
+``epochs`` times, ``N = n * epochs``) and their mixed labels, the attacker:
+
+1. removes the sign masks: ``a = |e|`` (``|sigma o v| = |v|`` for any sign mask);
+2. trains a pair network ``f(a, b) -> logit P[a and b share an original]`` on
+   encodings it simulates itself from same-distribution data, with its own keys;
+   the first layer is factorised over the two inputs, so all ``N^2`` pairs are
+   scored from per-encoding projections without building concatenated pairs
+   (:class:`PairScorer`);
+3. clusters the encodings into one group per original: the greedy threshold
+   method (:func:`greedy_clusters`) and clique growth as Carlini et al. do
+   (:func:`clique_clusters`);
+4. recovers the mixing coefficients from the mixed labels
+   (:func:`label_coefficients`);
+5. solves ``min_{X, lambda} sum_e || |sum_{c in S(e)} lambda_ec X_c| - a_e ||^2``
+   by gradient descent, the least squares under ``abs()`` of the paper's
+   equations 5-8 (:func:`solve_originals`);
+6. maps each recovered vector to a sentence by nearest-neighbour search
+   (cosine between absolute values) over the attacker's corpus.
+
+The recovered vectors are determined only up to a sign per coordinate (the
+masks), so every comparison is made between absolute values.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..errors import PrivnluError, require
+from ..mechanisms.release import hide_dataset
+from ..mechanisms.texthide import TextHide, parse_m
+from ..rng import SecretGenerator
+from .search import CosineIndex
+from .threat import Attack, AttackerView, Grant
+
+CLUSTERINGS = ("greedy", "clique")
+
+
+@dataclass(frozen=True)
+class ReconstructionConfig:
+    """The attacker's own settings (its randomness is its own: ``seed`` is not a defender secret)."""
+
+    hidden: int = 128  # width of the factorised first layer
+    rank: int = 32  # rank of the bilinear term a^T P^T Q b
+    sim_releases: int = 3  # simulated releases to train the pair network on
+    sim_epochs: int = 20  # encodings per simulated example
+    pairs_per_release: int = 40000  # half positive, half negative
+    train_epochs: int = 3
+    lr: float = 2e-3
+    ls_steps: int = 300
+    ls_lr: float = 0.05
+    block: int = 32  # rows of the pair matrix scored at once (small blocks avoid page-fault storms)
+    threshold: float = 0.0  # logit threshold for "share an original"
+    seed: int | None = 0
+
+    def __post_init__(self) -> None:
+        for name in ("hidden", "rank", "sim_releases", "sim_epochs", "pairs_per_release", "train_epochs", "ls_steps", "block"):
+            require(getattr(self, name) >= 1, f"reconstruction: {name} must be >= 1")
+        require(self.lr > 0 and self.ls_lr > 0, "reconstruction: learning rates must be positive")
+
+
+def features(enc: torch.Tensor) -> torch.Tensor:
+    """``|e| / ||e||_2 * sqrt(d)``, centred per coordinate: the pair network's input."""
+    a = enc.abs().float()
+    a = a / a.norm(dim=1, keepdim=True).clamp_min(1e-12) * math.sqrt(a.shape[1])
+    return a - a.mean(dim=0, keepdim=True)
+
+
+class PairScorer(nn.Module):
+    """``f(a, b) = w^T relu(U a + V b + c) + (P a)^T (Q b) + w0``, symmetrised over (a, b).
+
+    ``U a``, ``V b``, ``P a``, ``Q b`` are computed once per encoding; scoring a
+    block of pairs then costs an add, a ReLU and a matrix-vector product.
+    """
+
+    def __init__(self, dim: int, hidden: int, rank: int) -> None:
+        super().__init__()
+        self.u = nn.Linear(dim, hidden)
+        self.v = nn.Linear(dim, hidden, bias=False)
+        self.w = nn.Linear(hidden, 1)
+        self.p = nn.Linear(dim, rank, bias=False)
+        self.q = nn.Linear(dim, rank, bias=False)
+
+    def _one_way(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return self.w(torch.relu(self.u(a) + self.v(b))).squeeze(-1) + (self.p(a) * self.q(b)).sum(-1)
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return 0.5 * (self._one_way(a, b) + self._one_way(b, a))
+
+    @torch.no_grad()
+    def score_all(self, x: torch.Tensor, block: int = 32) -> torch.Tensor:
+        """The symmetric (N, N) logit matrix, diagonal -inf, scored in row blocks without pair inputs."""
+        ua, vb, pa, qb = self.u(x), self.v(x), self.p(x), self.q(x)
+        w, w0 = self.w.weight[0], self.w.bias[0]
+        n = len(x)
+        out = torch.empty(n, n)
+        for s in range(0, n, block):
+            h = torch.relu(ua[s : s + block, None, :] + vb[None, :, :])  # (B, N, H): one block only
+            out[s : s + block] = h @ w + w0
+        out += pa @ qb.T
+        out = 0.5 * (out + out.T)
+        out.fill_diagonal_(-math.inf)
+        return out
+
+
+def membership(partners: torch.Tensor, n: int, public: torch.Tensor | None = None) -> torch.Tensor:
+    """(N, n) 0/1 matrix: encoding e contains private example i (public components excluded)."""
+    m = torch.zeros(len(partners), n)
+    rows = torch.arange(len(partners))[:, None].expand_as(partners)
+    keep = torch.ones_like(partners, dtype=torch.bool) if public is None else ~public
+    m[rows[keep], partners[keep]] = 1.0
+    return m
+
+
+def simulate_pairs(aux_x: torch.Tensor, n: int, m: float, k: int, cfg: ReconstructionConfig, rng: SecretGenerator,
+                   gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Attacker-simulated training pairs: (features a, features b, share label) from its own releases."""
+    A, B, Y = [], [], []
+    for _ in range(cfg.sim_releases):
+        idx = torch.randperm(len(aux_x), generator=gen)[:n]
+        hider = TextHide(m, k, dim=aux_x.shape[1], rng=rng)
+        payload, key = hide_dataset(hider, aux_x[idx], torch.zeros(n, 1), epochs=cfg.sim_epochs, batch_size=n)
+        feats = features(payload.x)
+        mem = membership(key.partners, n)
+        share = (mem @ mem.T) > 0
+        share.fill_diagonal_(False)
+        half = cfg.pairs_per_release // 2
+        pos = share.nonzero()
+        pos = pos[torch.randint(len(pos), (half,), generator=gen)]
+        neg_i = torch.randint(len(feats), (4 * half,), generator=gen)
+        neg_j = torch.randint(len(feats), (4 * half,), generator=gen)
+        ok = ~share[neg_i, neg_j] & (neg_i != neg_j)
+        neg = torch.stack([neg_i[ok], neg_j[ok]], 1)[:half]
+        pairs = torch.cat([pos, neg])
+        A.append(feats[pairs[:, 0]])
+        B.append(feats[pairs[:, 1]])
+        Y.append(torch.cat([torch.ones(len(pos)), torch.zeros(len(neg))]))
+    return torch.cat(A), torch.cat(B), torch.cat(Y)
+
+
+def train_scorer(a: torch.Tensor, b: torch.Tensor, y: torch.Tensor, cfg: ReconstructionConfig, gen: torch.Generator) -> tuple[PairScorer, float]:
+    """BCE training of the pair network; returns it and its training accuracy in the last epoch."""
+    net = PairScorer(a.shape[1], cfg.hidden, cfg.rank)
+    opt = torch.optim.Adam(net.parameters(), lr=cfg.lr)
+    acc = 0.0
+    for _ in range(cfg.train_epochs):
+        order = torch.randperm(len(y), generator=gen)
+        correct = 0
+        for s in range(0, len(y), 512):
+            i = order[s : s + 512]
+            logit = net(a[i], b[i])
+            loss = nn.functional.binary_cross_entropy_with_logits(logit, y[i])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            correct += int(((logit.detach() > 0).float() == y[i]).sum())
+        acc = correct / len(y)
+    net.eval()
+    return net, acc
+
+
+def greedy_clusters(scores: torch.Tensor, n: int, k: int, threshold: float = 0.0) -> list[torch.Tensor]:
+    """Greedy: seed = the encoding (in fewer than k groups) with most confident partners; its group is the
+    seed plus every such encoding scored above ``threshold`` with it. Repeat until ``n`` groups."""
+    adj = scores > threshold
+    count = torch.zeros(len(scores), dtype=torch.long)
+    clusters: list[torch.Tensor] = []
+    used_seed = torch.zeros(len(scores), dtype=torch.bool)
+    while len(clusters) < n:
+        free = (count < k) & ~used_seed
+        if not free.any():
+            break
+        degree = (adj & free[None, :]).sum(1).masked_fill(~free, -1)
+        seed = int(degree.argmax())
+        members = torch.cat([torch.tensor([seed]), (adj[seed] & free).nonzero()[:, 0]])
+        clusters.append(members)
+        count[members] += 1
+        used_seed[seed] = True
+    return clusters
+
+
+def clique_clusters(scores: torch.Tensor, n: int, k: int, size: int, threshold: float = 0.0) -> list[torch.Tensor]:
+    """Clique growth (Carlini et al. 2021): from a seed, repeatedly add the encoding whose *smallest* score to
+    the current members is largest, while it exceeds ``threshold`` and the group is below ``size``.
+    Seeds are the encodings in the fewest groups, most confident first; an encoding joins at most k groups."""
+    N = len(scores)
+    adj_deg = (scores > threshold).sum(1)
+    count = torch.zeros(N, dtype=torch.long)
+    used_seed = torch.zeros(N, dtype=torch.bool)
+    clusters: list[torch.Tensor] = []
+    while len(clusters) < n:
+        free = (count < k) & ~used_seed
+        if not free.any():
+            break
+        key = (count.float() * (N + 1) - adj_deg.float()).masked_fill(~free, math.inf)
+        seed = int(key.argmin())
+        used_seed[seed] = True
+        members = [seed]
+        worst = scores[seed].clone()  # min score to current members
+        worst[count >= k] = -math.inf
+        worst[seed] = -math.inf
+        while len(members) < size:
+            j = int(worst.argmax())
+            if not worst[j] > threshold:
+                break
+            members.append(j)
+            worst = torch.minimum(worst, scores[j])
+            worst[j] = -math.inf
+        idx = torch.tensor(members)
+        clusters.append(idx)
+        count[idx] += 1
+    return clusters
+
+
+def label_coefficients(clusters: list[torch.Tensor], y: torch.Tensor, n_enc: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Step 4. Each group's label is ``argmax(mean_{e in group} y_e - mean_all y)`` (its original contributes to
+    every member); an encoding's weight on the groups of class ``a`` sums to its mixed label ``y_e[a]`` and is
+    split evenly among them (the split is refined in step 5). Returns (slots (N, K), slot mask, lambda0, class id)."""
+    per_enc: list[list[int]] = [[] for _ in range(n_enc)]
+    for c, members in enumerate(clusters):
+        for e in members.tolist():
+            per_enc[e].append(c)
+    width = max(1, max(len(p) for p in per_enc))
+    slots = torch.zeros(n_enc, width, dtype=torch.long)
+    mask = torch.zeros(n_enc, width, dtype=torch.bool)
+    for e, p in enumerate(per_enc):
+        slots[e, : len(p)] = torch.tensor(p, dtype=torch.long)
+        mask[e, : len(p)] = True
+    mean_all = y.mean(0)
+    labels = torch.stack([(y[m].mean(0) - mean_all).argmax() for m in clusters]) if clusters else torch.zeros(0, dtype=torch.long)
+    cls = labels[slots]  # (N, K)
+    mass = y.gather(1, cls)  # y_e[label of slot]
+    same = (cls[:, :, None] == cls[:, None, :]) & mask[:, None, :] & mask[:, :, None]
+    share = same.sum(-1).clamp_min(1)
+    lam = torch.where(mask, mass / share, torch.zeros_like(mass))
+    total = lam.sum(1, keepdim=True)
+    fallback = mask.float() / mask.sum(1, keepdim=True).clamp_min(1)
+    lam = torch.where(total > 1e-6, lam / total.clamp_min(1e-12), fallback)  # drop mass of classes with no group
+    return slots, mask, lam, cls
+
+
+def solve_originals(enc: torch.Tensor, slots: torch.Tensor, mask: torch.Tensor, lam0: torch.Tensor, cls: torch.Tensor,
+                    n_groups: int, *, steps: int, lr: float, restarts: int = 4,
+                    gen: torch.Generator | None = None) -> torch.Tensor:
+    """Step 5: ``min_{X, theta} mean_e || |sum_j lambda_ej(theta) X_{slot_ej}| - |e| ||^2`` with Adam, where
+    ``lambda_e(theta)`` keeps each class's total weight (from the labels) and moves it within the class by a softmax.
+
+    The problem is a real phase retrieval per coordinate (only relative signs between originals are
+    identifiable), so it is started from the magnitude estimate with random signs, ``restarts`` times, and the
+    solution with the lowest loss is kept."""
+    a = enc.abs().float()
+    used = mask.any(1)
+    a, slots, mask, lam0, cls = a[used], slots[used], mask[used], lam0[used], cls[used]
+    # init: X_c = weighted mean of its members' |e| / lambda
+    x0 = torch.zeros(n_groups, a.shape[1])
+    wsum = torch.zeros(n_groups)
+    for j in range(slots.shape[1]):
+        w = lam0[:, j] * mask[:, j]
+        x0.index_add_(0, slots[:, j], a * w[:, None])
+        wsum.index_add_(0, slots[:, j], w ** 2)
+    mag = x0 / wsum.clamp_min(1e-9)[:, None]
+    same = (cls[:, :, None] == cls[:, None, :]) & mask[:, None, :] & mask[:, :, None]
+    class_mass = (lam0[:, None, :] * same).sum(-1)  # total weight of the slot's class
+    gen = gen or torch.Generator().manual_seed(0)
+    mixing = bool(mask[:, 1:].any()) if slots.shape[1] > 1 else False
+    r = restarts if mixing else 1  # without mixing, signs are not identifiable: one start suffices
+    signs = torch.where(torch.rand((r, *mag.shape), generator=gen) < 0.5, -1.0, 1.0)
+    signs[0] = 1.0
+    X, per_coord = _descend(mag * signs, a, slots, mask, same, class_mass, steps=steps, lr=lr)
+    # the loss is a sum over coordinates given lambda: keep, per coordinate, the best start, then polish
+    pick = per_coord.argmin(0)  # (d,)
+    best = X[pick, :, torch.arange(X.shape[2])].T.contiguous()
+    if r > 1:
+        best = _descend(best[None], a, slots, mask, same, class_mass, steps=max(1, steps // 3), lr=lr / 2)[0][0]
+    return best
+
+
+def _descend(x_init: torch.Tensor, a, slots, mask, same, class_mass, *, steps: int, lr: float,
+             chunk_floats: int = 4_000_000):
+    """Adam on ``R`` independent starts at once; returns (X (R, n, d), final loss per start and coordinate (R, d)).
+
+    The loss is a sum over coordinates, so each step accumulates gradients over chunks of coordinates; this
+    keeps every temporary below ``chunk_floats`` floats (large temporaries cost a page fault storm per step)."""
+    R = x_init.shape[0]
+    X = nn.Parameter(x_init.clone())
+    theta = nn.Parameter(torch.zeros((R, *slots.shape)))
+    opt = torch.optim.Adam([X, theta], lr=lr)
+    d = X.shape[2]
+    width = max(1, min(d, chunk_floats // max(1, R * slots.shape[0] * slots.shape[1])))
+    for i in range(steps + 1):
+        final = i == steps
+        per_coord = []
+        opt.zero_grad()
+        with torch.set_grad_enabled(not final):
+            t = theta.masked_fill(~mask, -math.inf)
+            et = torch.exp(t - t.max(-1, keepdim=True).values).masked_fill(~mask, 0.0)
+            within = et / (et[:, :, None, :] * same).sum(-1).clamp_min(1e-12)
+            lam = (class_mass * within)[..., None]  # (R, N, K, 1)
+            for c in range(0, d, width):
+                mix = (lam * X[:, slots, c : c + width]).sum(2)  # (R, N, w)
+                err = (mix.abs() - a[:, c : c + width]) ** 2
+                if final:
+                    per_coord.append(err.mean(1))
+                else:
+                    err.sum(-1).mean(-1).sum().backward(retain_graph=c + width < d)
+        if final:
+            return X.detach(), torch.cat(per_coord, 1)
+        opt.step()
+    raise AssertionError("unreachable")
+
+
+@dataclass
+class ReconstructionResult:
+    """The attacker's output for one clustering method."""
+
+    method: str
+    clusters: list[torch.Tensor]
+    recovered: torch.Tensor  # (groups, d); meaningful up to a sign per coordinate
+    sentence_index: np.ndarray | None = None  # nearest candidate sentence per group (abs cosine)
+    seconds: dict = field(default_factory=dict)
+
+
+class ReconstructionAttack(Attack):
+    """Xie & Hong 2021 (see the module docstring). ``run`` returns one result per clustering method."""
+
+    name = "reconstruct"
+    requires = frozenset({Grant.ENCODINGS, Grant.MIXED_LABELS, Grant.SCHEME, Grant.AUXILIARY})
+
+    def __init__(self, config: ReconstructionConfig | None = None, methods: tuple[str, ...] = CLUSTERINGS) -> None:
+        for m in methods:
+            require(m in CLUSTERINGS, f"unknown clustering '{m}'; choose from {', '.join(CLUSTERINGS)}")
+        self.config = config or ReconstructionConfig()
+        self.methods = methods
+        self.pair_train_accuracy: float | None = None
+
+    def run(self, view: AttackerView) -> list[ReconstructionResult]:
+        self.check(view)
+        cfg = self.config
+        enc, y, scheme = view.need("encodings"), view.need("mixed_labels").float(), view.scheme
+        aux = view.need("auxiliary")
+        for key in ("m", "k", "epochs"):
+            require(key in scheme, f"the scheme grant must state '{key}' (public parameters)")
+        m, k, epochs = parse_m(scheme["m"]), int(scheme["k"]), int(scheme["epochs"])
+        require(len(enc) % epochs == 0, f"{len(enc)} encodings are not a whole number of epochs ({epochs})")
+        n = len(enc) // epochs
+        require(n >= max(2, k), f"too few encodings to cluster: {len(enc)} encodings over {epochs} epochs is {n} originals")
+        require(epochs >= 2, "too few encodings to cluster: each original must be encoded at least twice (epochs >= 2)")
+        require(len(aux) >= n, f"the auxiliary data ({len(aux)} examples) must hold at least n = {n} examples to simulate releases")
+        t = {}
+        t0 = time.perf_counter()
+        gen = torch.Generator().manual_seed(cfg.seed) if cfg.seed is not None else torch.Generator()
+        if cfg.seed is not None:
+            torch.manual_seed(cfg.seed)
+        own = SecretGenerator(cfg.seed, warn=False) if cfg.seed is not None else SecretGenerator()  # the attacker's keys
+        a, b, lab = simulate_pairs(aux.x.float(), n, m, k, cfg, own, gen)
+        scorer, self.pair_train_accuracy = train_scorer(a, b, lab, cfg, gen)
+        t["train_pair_network"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        scores = scorer.score_all(features(enc), cfg.block)
+        t["score_pairs"] = time.perf_counter() - t0
+        index = CosineIndex(view.candidates.x.abs()) if view.candidates is not None else None
+        out = []
+        for method in self.methods:
+            t1 = time.perf_counter()
+            clusters = (greedy_clusters(scores, n, k, cfg.threshold) if method == "greedy"
+                        else clique_clusters(scores, n, k, size=int(round(k * epochs * 1.25)), threshold=cfg.threshold))
+            t_cl = time.perf_counter() - t1
+            t1 = time.perf_counter()
+            slots, mask, lam0, cls = label_coefficients(clusters, y, len(enc))
+            rec = solve_originals(enc, slots, mask, lam0, cls, len(clusters), steps=cfg.ls_steps, lr=cfg.ls_lr)
+            t_ls = time.perf_counter() - t1
+            sent = index.search(rec.abs(), 1)[1][:, 0] if index is not None and len(rec) else None
+            out.append(ReconstructionResult(method, clusters, rec, sent,
+                                            {**t, "cluster": t_cl, "least_squares": t_ls}))
+        return out

@@ -1,0 +1,231 @@
+"""``privnlu attack <name>``: run an attack on instance encodings and write a results JSON (kind "attack").
+
+Each attack plays the defender (encodes a task's examples under the chosen
+conditions), gives the attacker only what its threat model grants, and scores
+the attacker's output against the truth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import torch
+
+from .. import __version__
+from ..errors import PrivnluError, require
+from ..io import write_json_atomic
+from ..rng import SecretGenerator
+from .common import positive_int, say, warn_seed
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("attack", help="attack instance encodings (similarity search, inversion, reconstruction)",
+                       description="Audit an encoding scheme with an attack whose threat model is stated in the output.")
+    from .main import OneLineParser  # one-line usage errors for the nested parsers too
+
+    asub = p.add_subparsers(dest="attack", metavar="ATTACK", parser_class=OneLineParser)
+    asub.required = True
+
+    s = asub.add_parser("search", help="FAISS similarity search with privatized representations (TextHide section 4.4)")
+    _common(s, queries=1000, conditions="baseline,mix-only,texthide,random")
+    s.set_defaults(func=run_search)
+
+    v = asub.add_parser("invert", help="learn encoding -> original with an MLP, then search (TextHide appendix C.3)")
+    _common(v, queries=500, conditions="baseline,mix-only,texthide,random")
+    v.add_argument("--train-limit", type=positive_int, help="known pairs: the first N training examples (default: all)")
+    v.add_argument("--inv-epochs", type=positive_int, default=20, help="MLP training epochs (default: 20)")
+    v.add_argument("--hidden", default="1024,1024", help="MLP hidden sizes (default: 1024,1024)")
+    v.set_defaults(func=run_invert)
+
+    r = asub.add_parser("reconstruct", help="recover the private representations from a release (Xie & Hong 2021)")
+    _common(r, queries=100, conditions="1:1,1:2,1:4,1:6")
+    r.add_argument("--epochs", type=positive_int, default=50, help="encodings per private example (default: 50)")
+    r.add_argument("--aux-size", type=positive_int, default=2000,
+                   help="attacker's same-distribution examples, disjoint from the private ones (default: 2000)")
+    r.add_argument("--methods", default="greedy,clique", help="clustering methods (default: greedy,clique)")
+    r.add_argument("--sim-releases", type=positive_int, default=3, help="simulated releases for the pair network (default: 3)")
+    r.add_argument("--pairs", type=positive_int, default=40000, help="training pairs per simulated release (default: 40000)")
+    r.add_argument("--dp-mechanism", choices=["gaussian", "laplace"],
+                   help="attack DP instance encoding instead (Xie & Hong 2022): clip, mix, mask, add calibrated noise")
+    r.add_argument("--dp-epsilon", type=float, help="target epsilon per example for the whole release (with --dp-mechanism)")
+    r.add_argument("--dp-delta", type=float, default=1e-5)
+    r.add_argument("--dp-clip", type=float, default=1.0, help="clipping bound C (default: 1)")
+    r.add_argument("--calibration", default="correct", choices=["correct", "paper"],
+                   help="DP calibration; 'paper' is NOT a valid DP guarantee")
+    r.set_defaults(func=run_reconstruct)
+
+
+def _common(p: argparse.ArgumentParser, *, queries: int, conditions: str) -> None:
+    p.add_argument("--task", required=True, help="a classification task, e.g. cola, sst2, tweets")
+    p.add_argument("--data-dir", help="GLUE data folder (default: $PRIVNLU_DATA, else ../shared/data/glue)")
+    p.add_argument("--model", help="encoder folder (default: packaged all-MiniLM-L6-v2)")
+    p.add_argument("--pooling", default="cls", choices=["cls", "pooler", "mean"])
+    p.add_argument("--cache-dir", help="feature cache folder (default: ~/.cache/privnlu)")
+    p.add_argument("--queries", type=positive_int, default=queries, help=f"number of attacked examples (default: {queries})")
+    p.add_argument("--conditions", default=conditions,
+                   help=f"comma-separated: baseline, mix-only, texthide, random or M:K (default: {conditions})")
+    p.add_argument("--batch-size", type=positive_int, default=64, help="defender's TextHide batch size (default: 64)")
+    p.add_argument("--sbert-model", help="model for the SBERT metric (default: packaged all-MiniLM-L6-v2, mean pooling)")
+    p.add_argument("--no-sbert", action="store_true", help="skip the SBERT cosine metric")
+    p.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes every secret reproducible")
+    p.add_argument("--out", required=True, help="results JSON file")
+    p.add_argument("--quiet", action="store_true")
+
+
+def _conditions(text: str):
+    from ..attacks.audit import parse_condition
+
+    conds = tuple(parse_condition(c.strip()) for c in text.split(",") if c.strip())
+    require(bool(conds), "--conditions is empty")
+    return conds
+
+
+def _prepare(args: argparse.Namespace, *, train_limit: int | None = None):
+    from ..experiments.pipeline import RunSpec, prepare
+
+    spec = RunSpec(task=args.task, model=args.model, pooling=args.pooling, data_dir=args.data_dir, cache_dir=args.cache_dir,
+                   train_limit=train_limit)
+    prep = prepare(spec, progress=not args.quiet)
+    require(not prep.task.is_regression, f"attack audits need a classification task; {prep.task.name} is a regression task")
+    return spec, prep
+
+
+def _embed(args: argparse.Namespace):
+    if args.no_sbert:
+        return None
+    from ..attacks.leakage import sbert_embedder
+
+    return sbert_embedder(args.sbert_model)
+
+
+def _query_idx(n: int, queries: int, seed: int | None) -> torch.Tensor:
+    require(queries <= n, f"--queries {queries} is more than the {n} examples available")
+    g = torch.Generator().manual_seed(seed if seed is not None else 0)  # which examples to audit; not a secret
+    return torch.randperm(n, generator=g)[:queries].sort().values
+
+
+def _record(args, attack: str, threat, prep, results: dict, t0: float, **extra) -> dict:
+    return {"kind": "attack", "attack": attack, "privnlu": __version__, "task": prep.task.name,
+            "threat_model": threat.to_json(), "encoder": prep.encoder.name, "pooling": prep.encoder.pooling,
+            "n_queries": args.queries, "conditions": results, "experiment_seed": args.seed,
+            "seconds": round(time.time() - t0, 2), **extra}
+
+
+def _rng(args) -> SecretGenerator:
+    return SecretGenerator(args.seed, warn=False) if args.seed is not None else SecretGenerator()
+
+
+def run_search(args: argparse.Namespace) -> int:
+    from ..attacks.audit import search_audit
+    from ..attacks.threat import SEARCH_THREAT, Corpus
+
+    warn_seed(args)
+    t0 = time.time()
+    conds = _conditions(args.conditions)
+    _, prep = _prepare(args)
+    assert prep.train_x is not None
+    corpus = Corpus(prep.train.texts_a, prep.train_x, torch.tensor(prep.train.labels))
+    idx = _query_idx(len(corpus), args.queries, args.seed)
+    results = search_audit(corpus, idx, conds, _rng(args), embed=_embed(args), batch_size=args.batch_size,
+                           guess_seed=args.seed or 0)
+    rec = _record(args, "search", SEARCH_THREAT, prep, results, t0, corpus=f"{prep.task.name}/train", corpus_size=len(corpus))
+    write_json_atomic(args.out, rec)
+    _summary(results)
+    say(f"wrote {args.out}")
+    return 0
+
+
+def run_invert(args: argparse.Namespace) -> int:
+    from ..attacks.audit import inversion_audit
+    from ..attacks.inversion import InversionConfig
+    from ..attacks.threat import INVERSION_THREAT, Corpus
+    from .common import int_list
+
+    warn_seed(args)
+    t0 = time.time()
+    conds = _conditions(args.conditions)
+    try:
+        hidden = tuple(int_list(args.hidden))
+    except argparse.ArgumentTypeError as exc:
+        raise PrivnluError(f"--hidden: {exc}") from None
+    config = InversionConfig(hidden=hidden, epochs=args.inv_epochs, seed=args.seed if args.seed is not None else 0)
+    _, prep = _prepare(args, train_limit=args.train_limit)
+    split = prep.task.eval_splits[0]
+    assert prep.train_x is not None
+    dev = Corpus(prep.evals[split].texts_a, prep.eval_x[split], torch.tensor(prep.evals[split].labels))
+    idx = _query_idx(len(dev), args.queries, args.seed)
+    results = inversion_audit(prep.train_x, torch.tensor(prep.train.labels), dev, idx, conds, _rng(args),
+                              embed=_embed(args), config=config, batch_size=args.batch_size)
+    rec = _record(args, "invert", INVERSION_THREAT, prep, results, t0, corpus=f"{prep.task.name}/{split}",
+                  corpus_size=len(dev), n_known_pairs=len(prep.train), mlp={"hidden": list(hidden), "epochs": args.inv_epochs})
+    write_json_atomic(args.out, rec)
+    _summary(results)
+    say(f"wrote {args.out}")
+    return 0
+
+
+def run_reconstruct(args: argparse.Namespace) -> int:
+    from ..attacks.audit import reconstruction_audit
+    from ..attacks.reconstruction import CLUSTERINGS, ReconstructionConfig
+    from ..attacks.threat import RECONSTRUCTION_THREAT, Corpus
+
+    warn_seed(args)
+    t0 = time.time()
+    conds = _conditions(args.conditions)
+    require(not any(c.random for c in conds), "reconstruct takes M:K conditions (or baseline, mix-only, texthide), not random")
+    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    for m in methods:
+        require(m in CLUSTERINGS, f"unknown clustering '{m}'; choose from {', '.join(CLUSTERINGS)}")
+    require(args.epochs >= 2, "too few encodings to cluster: use --epochs 2 or more")
+    config = ReconstructionConfig(sim_releases=args.sim_releases, sim_epochs=min(args.epochs, 20), pairs_per_release=args.pairs,
+                                  seed=args.seed if args.seed is not None else 0)
+    if args.dp_mechanism is not None:
+        from ..mechanisms.dp import check_privacy_params
+
+        require(args.dp_epsilon is not None, "--dp-mechanism needs --dp-epsilon")
+        check_privacy_params(args.dp_epsilon, args.dp_delta)
+        require(args.dp_clip > 0, f"the clipping bound C must be > 0, not {args.dp_clip}")
+    _, prep = _prepare(args)
+    assert prep.train_x is not None
+    n_total = len(prep.train)
+    require(args.queries + args.aux_size <= n_total,
+            f"--queries {args.queries} private plus --aux-size {args.aux_size} auxiliary examples exceed the {n_total} available")
+    g = torch.Generator().manual_seed(args.seed if args.seed is not None else 0)  # which examples; not a secret
+    order = torch.randperm(n_total, generator=g)
+    priv, aux = order[: args.queries], order[args.queries : args.queries + args.aux_size]
+    labels = torch.tensor(prep.train.labels)
+    auxiliary = Corpus([prep.train.texts_a[i] for i in aux.tolist()], prep.train_x[aux], labels[aux])
+    candidates = Corpus(prep.train.texts_a, prep.train_x)
+    texts = [prep.train.texts_a[i] for i in priv.tolist()]
+    results = {}
+    for cond in conds:
+        mech = None
+        if args.dp_mechanism is not None:
+            from ..mechanisms.dp import calibrate
+
+            cal = calibrate(args.dp_mechanism, epsilon=args.dp_epsilon, delta=args.dp_delta, clip=args.dp_clip,
+                            dim=prep.train_x.shape[1], k=cond.k, epochs=args.epochs, calibration=args.calibration)
+            mech = cal.mechanism
+            if not cal.valid:
+                say(f"WARNING: --calibration paper is NOT a valid DP guarantee; this release is only ({cal.epsilon:.4g}, {cal.delta:g})-DP")
+        results[cond.name] = reconstruction_audit(prep.train_x[priv], labels[priv], cond, _rng(args), epochs=args.epochs,
+                                                  auxiliary=auxiliary, candidates=candidates, private_texts=texts,
+                                                  config=config, methods=methods, mechanism=mech)
+        if mech is not None:
+            results[cond.name]["dp_calibration"] = cal.to_json()
+        r = results[cond.name]
+        say(f"  {cond.name:>10}: " + ", ".join(f"{m} {v['success']:.0f}% (cos {v['cosine_to_truth']})" for m, v in r["methods"].items())
+            + f"; attack {r['attack_seconds']:.0f} s")
+    rec = _record(args, "reconstruct", RECONSTRUCTION_THREAT, prep, results, t0, corpus=f"{prep.task.name}/train",
+                  corpus_size=len(candidates), epochs=args.epochs, aux_size=args.aux_size,
+                  config={k: v for k, v in config.__dict__.items()})
+    write_json_atomic(args.out, rec)
+    say(f"wrote {args.out}")
+    return 0
+
+
+def _summary(results: dict) -> None:
+    for name, r in results.items():
+        say(f"  {name:>10}: " + ", ".join(f"{k} {v:.1f}" for k, v in r["metrics"].items()))

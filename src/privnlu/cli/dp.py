@@ -1,0 +1,121 @@
+"""``privnlu dp account|encode``: calibrate DP instance encoding and release DP encodings (Xie & Hong 2022)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import torch
+
+from .. import __version__
+from ..errors import PrivnluError
+from ..io import write_json_atomic
+from .common import add_data_args, add_model_args, m_value, positive_int, say, warn_seed
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from .main import OneLineParser
+
+    p = sub.add_parser("dp", help="DP instance encoding: calibrate noise and account the whole release",
+                       description="Differentially private instance encoding: clip, mix as TextHide, add calibrated noise. "
+                                   "The guarantee is per example over every encoding it takes part in (k per epoch).")
+    dsub = p.add_subparsers(dest="dp_command", metavar="ACTION", parser_class=OneLineParser)
+    dsub.required = True
+    a = dsub.add_parser("account", help="noise for an (epsilon, delta) target, and the epsilon the release really has")
+    _privacy_args(a)
+    a.add_argument("--dim", type=positive_int, default=384, help="representation width d (default: 384)")
+    a.add_argument("--out", help="also write the calibration as a results JSON (kind 'dp')")
+    a.set_defaults(func=run_account)
+
+    e = dsub.add_parser("encode", help="write DP encodings and mixed labels (key file separately, mode 0600)")
+    add_data_args(e)
+    add_model_args(e)
+    _privacy_args(e)
+    e.add_argument("--m", type=m_value, default=0, help="mask pool size (default: 0; masks add nothing to the DP guarantee)")
+    e.add_argument("--split", default="train")
+    e.add_argument("--batch-size", type=positive_int, default=64)
+    e.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes every secret reproducible")
+    e.add_argument("--out", required=True, help="shared output file (.pt)")
+    e.add_argument("--key-out", required=True, help="key file (.pt, mode 0600)")
+    e.add_argument("--quiet", action="store_true")
+    e.set_defaults(func=run_encode)
+
+
+def _privacy_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("privacy")
+    g.add_argument("--mechanism", default="gaussian", choices=["gaussian", "laplace"])
+    g.add_argument("--epsilon", type=float, required=True, help="target epsilon (per example, whole release)")
+    g.add_argument("--delta", type=float, default=1e-5, help="target delta (default: 1e-5)")
+    g.add_argument("--clip", type=float, default=1.0, help="clipping bound C (L2 for gaussian, L1 for laplace; default: 1)")
+    g.add_argument("--k", type=positive_int, default=4, help="representations mixed per encoding (default: 4)")
+    g.add_argument("--epochs", type=positive_int, default=1, help="times every example is encoded (default: 1)")
+    g.add_argument("--calibration", default="correct", choices=["correct", "paper"],
+                   help="correct (default) or paper: the paper's per-encoding calibration, NOT a valid DP guarantee")
+
+
+def _validate(args: argparse.Namespace) -> None:
+    from ..mechanisms.dp import check_privacy_params
+
+    check_privacy_params(args.epsilon, args.delta)
+    if not (math.isfinite(args.clip) and args.clip > 0):
+        raise PrivnluError(f"the clipping bound C must be > 0, not {args.clip}")
+
+
+def _calibrate(args: argparse.Namespace, dim: int):
+    from ..mechanisms.dp import calibrate
+
+    _validate(args)
+    cal = calibrate(args.mechanism, epsilon=args.epsilon, delta=args.delta, clip=args.clip, dim=dim, k=args.k,
+                    epochs=args.epochs, calibration=args.calibration)
+    if not cal.valid:
+        sys.stderr.write(f"WARNING: --calibration paper is NOT a valid DP guarantee; this release is only "
+                         f"({cal.epsilon:.4g}, {cal.delta:g})-DP per example\n")
+    return cal
+
+
+def run_account(args: argparse.Namespace) -> int:
+    cal = _calibrate(args, args.dim)
+    rec = {"kind": "dp", "privnlu": __version__, **cal.to_json()}
+    if args.out:
+        write_json_atomic(args.out, rec)
+    sys.stdout.write(json.dumps(rec, indent=2) + "\n")
+    return 0
+
+
+def run_encode(args: argparse.Namespace) -> int:
+    from ..experiments.pipeline import RunSpec, prepare
+    from ..mechanisms.dp import DPTextHide
+    from ..mechanisms.release import hide_dataset
+    from ..rng import SecretGenerator
+    from ..training import targets_from_labels
+
+    warn_seed(args)
+    if Path(args.out).resolve() == Path(args.key_out).resolve():
+        raise PrivnluError("--out and --key-out must be different files: the key never travels with the encodings")
+    spec = RunSpec(task=args.task, model=args.model, pooling=args.pooling, max_length=args.max_length,
+                   train_limit=args.train_limit, dev_limit=args.dev_limit, data_dir=args.data_dir, cache_dir=args.cache_dir,
+                   bf16=args.bf16, device=args.device, encode_batch_size=args.encode_batch_size)
+    _validate(args)  # before any data is loaded
+    prep = prepare(spec, progress=not args.quiet, refresh_cache=args.refresh_cache)
+    if args.split == "train":
+        ds, x = prep.train, prep.train_x
+    elif args.split in prep.evals:
+        ds, x = prep.evals[args.split], prep.eval_x[args.split]
+    else:
+        raise PrivnluError(f"unknown split '{args.split}' for {prep.task.name}; use train or {', '.join(prep.evals)}")
+    assert x is not None
+    cal = _calibrate(args, x.shape[1])
+    n_out = 1 if prep.task.is_regression else len(prep.task.label_names)
+    y = targets_from_labels(torch.tensor(ds.labels), n_out, regression=prep.task.is_regression)
+    rng = SecretGenerator(args.seed, warn=False) if args.seed is not None else SecretGenerator()
+    hider = DPTextHide(args.m, args.k, dim=x.shape[1], rng=rng, mechanism=cal.mechanism)
+    payload, key = hide_dataset(hider, x, y, epochs=args.epochs, batch_size=args.batch_size,
+                                meta={"task": prep.task.name, "split": args.split, "label_names": list(prep.task.label_names),
+                                      "encoder": prep.encoder.name, "pooling": spec.pooling, "dp": cal.to_json()})
+    key.save(args.key_out)
+    payload.save(args.out)
+    say(f"wrote {len(payload.x)} DP encodings to {args.out} ({cal.to_json()['label']}); key material to {args.key_out} (mode 0600)")
+    return 0

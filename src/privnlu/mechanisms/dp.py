@@ -1,0 +1,257 @@
+"""DP instance encoding (Xie & Hong 2022), with sound sensitivity and accounting.
+
+Each release encoding is ``e_i = sigma_i o (sum_j lambda_ij clip(x_{pi_j(i)})) + z_i``:
+clip every private representation, mix and mask as TextHide does
+(:class:`~privnlu.mechanisms.texthide.TextHide`), add noise ``z_i``. Masking is a
+sign flip per coordinate and the noise is i.i.d. and symmetric, so adding the
+noise after the mask has the same distribution as adding it before; the mask is
+post-processing and plays no part in the guarantee.
+
+**Sensitivity (replace-one).** Replacing one example ``x`` by ``x'`` changes an
+encoding it takes part in by ``w (clip(x) - clip(x'))`` where ``w <= max_weight``
+(<= 1, the coefficients sum to 1) is its total weight there, so
+
+* Gaussian: clip in L2 norm to ``C``; ``Delta_2 = 2 C max_weight``;
+* Laplace: clip in L1 norm to ``C``; ``Delta_1 = 2 C max_weight``. If the
+  vectors are clipped in L2 instead (the paper), ``||v||_1 <= sqrt(d) ||v||_2``
+  gives only ``Delta_1 = 2 C max_weight sqrt(d)``: the paper's ``2C`` is too small by
+  up to ``sqrt(d)``.
+
+**Composition.** In intra-dataset TextHide every permutation ``pi_j`` is a
+bijection of the batch, so an example takes part in (at most) ``k`` encodings per
+epoch (``ceil(k/2)`` for TextHide-inter), i.e. ``participations = k_private *
+epochs`` mechanisms per example over the whole release. Each is a Gaussian
+(Laplace) mechanism with noise multiplier ``noise / Delta``; the release is
+their composition, accounted with Google's ``dp-accounting`` PLD accountant
+(``SelfComposedDpEvent`` of ``GaussianDpEvent``/``LaplaceDpEvent``). The
+privacy-loss curve of these mechanisms depends only on ``noise / Delta``, so we
+compose the normalised events under the accountant's ``ADD_OR_REMOVE_ONE``
+relation (sensitivity 1), which with ``Delta`` the replace-one sensitivity is
+exactly the replace-one guarantee.
+
+**Calibration.** ``correct``: the Gaussian is calibrated analytically (Balle &
+Wang 2018, ``dp_accounting.get_sigma_gaussian``) for the composition (a
+composition of ``n`` Gaussians with multiplier ``z`` is one Gaussian with
+multiplier ``z / sqrt(n)``); the Laplace by ``dp_accounting.calibrate_dp_mechanism``
+over the PLD of ``n`` Laplace mechanisms. ``paper``: one encoding only, Laplace
+scale ``2C / epsilon`` on L2-clipped vectors and the classical Gaussian
+``sigma = 2C sqrt(2 ln(1.25/delta)) / epsilon``: **not a valid DP guarantee**
+for the release; privnlu then reports the epsilon the release really has.
+
+Only the encodings are protected: the mixed labels are released as TextHide
+releases them, without noise, and are not covered by this guarantee.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import ClassVar
+
+import torch
+
+from ..errors import PrivnluError, require
+from ..rng import SecretGenerator
+from .texthide import MaskPool, TextHide
+
+MECHANISMS = ("gaussian", "laplace")
+CALIBRATIONS = ("correct", "paper")
+PAPER_EPSILONS = (0.1, 1, 2, 4, 8, 10, 15, 20)
+NOT_DP = "not a valid DP guarantee"
+
+
+def check_privacy_params(epsilon: float, delta: float) -> None:
+    require(math.isfinite(epsilon) and epsilon > 0, f"epsilon must be > 0, not {epsilon}")
+    require(0 < delta < 1, f"delta must be in (0, 1), not {delta}")
+
+
+def clip_rows(x: torch.Tensor, clip: float, norm: str) -> torch.Tensor:
+    """``x_i * min(1, C / ||x_i||_p)`` for ``p`` = 1 or 2: every row has norm <= C afterwards."""
+    p = {"l1": 1, "l2": 2}[norm]
+    n = torch.linalg.vector_norm(x, ord=p, dim=1, keepdim=True)
+    return x * torch.clamp(clip / n.clamp_min(1e-12), max=1.0)
+
+
+@dataclass(frozen=True)
+class EncodingMechanism:
+    """Clip + noise for one encoding; declares the norm it clips in and the sensitivity it assumes.
+
+    ``noise`` is the Gaussian standard deviation or the Laplace scale ``b``.
+    ``sensitivity`` is the true replace-one sensitivity of one encoding in the
+    norm the noise needs (L2 for Gaussian, L1 for Laplace).
+    """
+
+    clip: float
+    noise: float
+    dim: int
+    clip_norm: str
+    max_weight: float = 1.0
+
+    kind: ClassVar[str] = ""
+    noise_norm: ClassVar[str] = ""  # the norm whose sensitivity calibrates this noise
+
+    def __post_init__(self) -> None:
+        require(math.isfinite(self.clip) and self.clip > 0, f"the clipping bound C must be > 0, not {self.clip}")
+        require(math.isfinite(self.noise) and self.noise > 0, f"the noise scale must be > 0, not {self.noise}")
+        require(self.clip_norm in ("l1", "l2"), f"clip norm must be l1 or l2, not {self.clip_norm}")
+        require(0 < self.max_weight <= 1, f"max_weight must be in (0, 1], not {self.max_weight}")
+        require(self.dim >= 1, "dim must be >= 1")
+
+    @property
+    def sensitivity(self) -> float:
+        """Replace-one sensitivity of one encoding in :attr:`noise_norm`."""
+        base = 2.0 * self.clip * self.max_weight
+        if self.noise_norm == "l1" and self.clip_norm == "l2":
+            return base * math.sqrt(self.dim)  # ||v||_1 <= sqrt(d) ||v||_2
+        if self.noise_norm == "l2" and self.clip_norm == "l1":
+            return base  # ||v||_2 <= ||v||_1
+        return base
+
+    @property
+    def noise_multiplier(self) -> float:
+        return self.noise / self.sensitivity
+
+    def clip_rows(self, x: torch.Tensor) -> torch.Tensor:
+        return clip_rows(x, self.clip, self.clip_norm)
+
+    def dp_event(self):  # -> dp_accounting.DpEvent
+        raise NotImplementedError
+
+    def sample(self, shape: tuple[int, ...], rng: SecretGenerator) -> torch.Tensor:
+        raise NotImplementedError
+
+    def to_json(self) -> dict:
+        return {"mechanism": self.kind, **asdict(self), "noise_norm": self.noise_norm, "sensitivity": self.sensitivity,
+                "noise_multiplier": self.noise_multiplier}
+
+
+@dataclass(frozen=True)
+class GaussianEncoding(EncodingMechanism):
+    """``z ~ N(0, noise^2 I)``; the guarantee needs L2 sensitivity (clip in L2)."""
+
+    clip_norm: str = "l2"
+    kind: ClassVar[str] = "gaussian"
+    noise_norm: ClassVar[str] = "l2"
+
+    def dp_event(self):
+        import dp_accounting
+
+        return dp_accounting.GaussianDpEvent(self.noise_multiplier)
+
+    def sample(self, shape: tuple[int, ...], rng: SecretGenerator) -> torch.Tensor:
+        return rng.normal(shape) * self.noise
+
+
+@dataclass(frozen=True)
+class LaplaceEncoding(EncodingMechanism):
+    """``z_t ~ Laplace(0, noise)`` i.i.d.; the guarantee needs L1 sensitivity (clip in L1)."""
+
+    clip_norm: str = "l1"
+    kind: ClassVar[str] = "laplace"
+    noise_norm: ClassVar[str] = "l1"
+
+    def dp_event(self):
+        import dp_accounting
+
+        return dp_accounting.LaplaceDpEvent(self.noise_multiplier)
+
+    def sample(self, shape: tuple[int, ...], rng: SecretGenerator) -> torch.Tensor:
+        """Inverse CDF: ``-b sign(u - 1/2) log(1 - 2|u - 1/2|)`` for ``u`` uniform on (0, 1)."""
+        u = rng.uniform(shape, dtype=torch.float64) - 0.5
+        return (-self.noise * torch.sign(u) * torch.log1p(-2 * u.abs())).float()
+
+
+def make_mechanism(kind: str, **kw) -> EncodingMechanism:
+    require(kind in MECHANISMS, f"unknown mechanism '{kind}'; choose one of {', '.join(MECHANISMS)}")
+    return (GaussianEncoding if kind == "gaussian" else LaplaceEncoding)(**kw)
+
+
+def account(mechanism: EncodingMechanism, participations: int, delta: float) -> float:
+    """Epsilon at ``delta`` of ``participations`` compositions of the mechanism (dp-accounting PLD)."""
+    import dp_accounting
+    from dp_accounting.pld import PLDAccountant
+
+    require(participations >= 1, f"participations must be >= 1, not {participations}")
+    require(0 < delta < 1, f"delta must be in (0, 1), not {delta}")
+    acc = PLDAccountant()
+    acc.compose(dp_accounting.SelfComposedDpEvent(mechanism.dp_event(), participations))
+    return float(acc.get_epsilon(delta))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibrated mechanism and what it guarantees for the whole release."""
+
+    mechanism: EncodingMechanism
+    participations: int
+    target_epsilon: float
+    delta: float
+    calibration: str
+    epsilon: float  # what the release actually guarantees per example (accounted)
+
+    @property
+    def valid(self) -> bool:
+        return self.calibration == "correct"
+
+    def to_json(self) -> dict:
+        return {**self.mechanism.to_json(), "participations": self.participations, "target_epsilon": self.target_epsilon,
+                "delta": self.delta, "calibration": self.calibration, "accounted_epsilon": self.epsilon,
+                "valid_dp_guarantee": self.valid, "label": "(epsilon, delta)-DP per example for the whole release"
+                if self.valid else f"{NOT_DP}: the paper's per-encoding calibration; the release is only "
+                f"({self.epsilon:.4g}, {self.delta:g})-DP per example"}
+
+
+def participations(k: int, epochs: int, *, inter: bool = False) -> int:
+    """Encodings an example takes part in: one per private slot per epoch (see the module docstring)."""
+    require(k >= 1 and epochs >= 1, "k and epochs must be >= 1")
+    return (math.ceil(k / 2) if inter else k) * epochs
+
+
+def calibrate(kind: str, *, epsilon: float, delta: float, clip: float, dim: int, k: int, epochs: int, inter: bool = False,
+              calibration: str = "correct", max_weight: float = 1.0) -> Calibration:
+    """Noise for an (epsilon, delta) target, per example over the whole release (``correct``) or per encoding (``paper``)."""
+    import dp_accounting
+    from dp_accounting.pld import PLDAccountant
+
+    check_privacy_params(epsilon, delta)
+    require(math.isfinite(clip) and clip > 0, f"the clipping bound C must be > 0, not {clip}")
+    require(calibration in CALIBRATIONS, f"unknown calibration '{calibration}'; choose correct or paper")
+    require(kind in MECHANISMS, f"unknown mechanism '{kind}'; choose one of {', '.join(MECHANISMS)}")
+    n = participations(k, epochs, inter=inter)
+    if calibration == "paper":
+        delta_paper = 2.0 * clip * max_weight  # the paper's sensitivity, in both cases
+        if kind == "gaussian":
+            noise = delta_paper * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+            mech: EncodingMechanism = GaussianEncoding(clip=clip, noise=noise, dim=dim, max_weight=max_weight)
+        else:  # clipped in L2, as the paper does
+            mech = LaplaceEncoding(clip=clip, noise=delta_paper / epsilon, dim=dim, clip_norm="l2", max_weight=max_weight)
+    else:
+        base = make_mechanism(kind, clip=clip, noise=1.0, dim=dim, max_weight=max_weight)
+        if kind == "gaussian":
+            z = dp_accounting.get_sigma_gaussian(epsilon, delta) * math.sqrt(n)
+        else:
+            z = dp_accounting.calibrate_dp_mechanism(
+                PLDAccountant, lambda b: dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(b), n), epsilon, delta)
+        mech = make_mechanism(kind, clip=clip, noise=float(z) * base.sensitivity, dim=dim, max_weight=max_weight)
+    return Calibration(mech, n, epsilon, delta, calibration, account(mech, n, delta))
+
+
+class DPTextHide(TextHide):
+    """TextHide with clipping before mixing and calibrated noise after it (see the module docstring)."""
+
+    def __init__(self, m: float, k: int, *, dim: int, rng: SecretGenerator, mechanism: EncodingMechanism,
+                 public: torch.Tensor | None = None, pool: MaskPool | None = None) -> None:
+        super().__init__(m, k, dim=dim, rng=rng, public=public, pool=pool)
+        if mechanism.dim != dim:
+            raise PrivnluError(f"the mechanism was calibrated for d = {mechanism.dim}, the representations have d = {dim}")
+        self.mechanism = mechanism
+
+    def __repr__(self) -> str:
+        return f"DP{super().__repr__()[:-1]}, {self.mechanism.kind}, C={self.mechanism.clip:g}, noise={self.mechanism.noise:.4g})"
+
+    def hide(self, x: torch.Tensor, y: torch.Tensor, *, public: torch.Tensor | None = None):
+        from dataclasses import replace
+
+        hb = super().hide(self.mechanism.clip_rows(x), y, public=public)
+        noise = self.mechanism.sample(tuple(hb.x.shape), self.rng).to(device=hb.x.device, dtype=hb.x.dtype)
+        return replace(hb, x=hb.x + noise)

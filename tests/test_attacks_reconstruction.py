@@ -1,0 +1,145 @@
+"""The Xie & Hong 2021 reconstruction attack: pair scorer, clustering, coefficients, least squares, success."""
+
+import math
+
+import pytest
+import torch
+
+from privnlu.attacks import RECONSTRUCTION_THREAT, AttackerView, Corpus
+from privnlu.attacks.audit import Condition, reconstruction_audit, score_reconstruction
+from privnlu.attacks.reconstruction import (PairScorer, ReconstructionAttack, ReconstructionConfig, clique_clusters,
+                                            greedy_clusters, label_coefficients, membership, solve_originals)
+from privnlu.errors import PrivnluError
+from privnlu.mechanisms.release import hide_dataset
+from privnlu.mechanisms.texthide import TextHide
+from privnlu.rng import SecretGenerator
+
+SMALL = ReconstructionConfig(sim_releases=2, sim_epochs=8, pairs_per_release=8000, train_epochs=2, ls_steps=150)
+
+
+def data(n=20, d=32, n_aux=400, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, d, generator=g), torch.randint(0, 2, (n,), generator=g), torch.randn(n_aux, d, generator=g)
+
+
+def test_pair_scorer_blocks_equal_direct_pairs():
+    torch.manual_seed(0)
+    net = PairScorer(8, 16, 4)
+    x = torch.randn(30, 8)
+    s = net.score_all(x, block=7)
+    i, j = torch.triu_indices(30, 30, 1)
+    with torch.no_grad():
+        direct = net(x[i], x[j])
+    assert torch.allclose(s[i, j], direct, atol=1e-5) and torch.allclose(s, s.T)
+    assert torch.isinf(s.diagonal()).all()
+
+
+def test_clusterings_recover_planted_groups():
+    truth = torch.arange(60) // 10  # 6 groups of 10
+    scores = torch.where(truth[:, None] == truth[None, :], 3.0, -3.0) + 0.1 * torch.randn(60, 60)
+    scores = 0.5 * (scores + scores.T)
+    scores.fill_diagonal_(-math.inf)
+    for clusters in (greedy_clusters(scores, 6, 1), clique_clusters(scores, 6, 1, size=12)):
+        assert sorted(sorted(c.tolist()) for c in clusters) == [list(range(10 * g, 10 * g + 10)) for g in range(6)]
+
+
+def test_label_coefficients_split_each_class_mass():
+    # encoding 0 is in groups 0 (label 0) and 1 (label 1) with mixed label (0.3, 0.7); groups' labels from members
+    clusters = [torch.tensor([0, 1]), torch.tensor([0, 2])]
+    y = torch.tensor([[0.3, 0.7], [1.0, 0.0], [0.0, 1.0]])
+    slots, mask, lam, cls = label_coefficients(clusters, y, 3)
+    assert cls[0].tolist() == [0, 1] and lam[0].tolist() == pytest.approx([0.3, 0.7])
+    assert lam[1, 0] == pytest.approx(1.0) and mask.sum().item() == 4
+
+
+def test_least_squares_under_abs_recovers_known_mixes():
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(5, 16, generator=g)
+    slots = torch.randint(0, 5, (200, 2), generator=g)
+    slots[:, 1] = (slots[:, 0] + 1 + torch.randint(0, 4, (200,), generator=g)) % 5  # two distinct originals
+    lam = torch.rand(200, 1, generator=g) * 0.6 + 0.2
+    lam = torch.cat([lam, 1 - lam], 1)
+    signs = torch.where(torch.rand(200, 16, generator=g) < 0.5, -1.0, 1.0)
+    enc = signs * (lam[:, :, None] * X[slots]).sum(1)
+    cls = torch.stack([slots[:, 0] * 0, torch.ones(200, dtype=torch.long)], 1)  # different classes: lambda is exact
+    rec = solve_originals(enc, slots, torch.ones(200, 2, dtype=torch.bool), lam, cls, 5, steps=400, lr=0.05)
+    cos = torch.nn.functional.cosine_similarity(rec.abs(), X.abs())
+    assert cos.min() > 0.97
+
+
+def test_attack_reaches_100_percent_without_defence():
+    x, y, aux = data()
+    r = reconstruction_audit(x, y, Condition("none", 0, 1), SecretGenerator(0, warn=False), epochs=8,
+                             auxiliary=Corpus([""] * len(aux), aux), config=SMALL)
+    assert r["methods"]["clique"]["success"] >= 95 and r["methods"]["clique"]["cosine_to_truth"] > 0.99
+    assert r["methods"]["greedy"]["success"] >= 80
+    assert r["n_encodings"] == 160 and r["pair_train_accuracy"] > 0.9
+
+
+def test_attack_is_at_chance_on_encodings_of_random_vectors():
+    """Encodings that carry no information about the originals: success must stay near 1/n."""
+    x, y, aux = data(n=30)
+    rng = SecretGenerator(0, warn=False)
+    payload, key = hide_dataset(TextHide(0, 1, dim=32, rng=rng), x, torch.nn.functional.one_hot(y).float(), epochs=8, batch_size=30)
+    noise = torch.randn(payload.x.shape, generator=torch.Generator().manual_seed(5))  # encodings of random vectors
+    view = AttackerView(RECONSTRUCTION_THREAT, encodings=noise, mixed_labels=payload.y,
+                        scheme={"m": "0", "k": 1, "epochs": 8}, auxiliary=Corpus([""] * len(aux), aux))
+    results = ReconstructionAttack(SMALL, ("clique",)).run(view)
+    s = score_reconstruction(results[0].recovered, results[0].clusters, membership(key.partners, 30), x)
+    assert s["success"] <= 100 * 4 / 30  # chance: 1 of 30 per original; binomial(30, 1/30) > 4 has p < 0.01
+
+
+@pytest.mark.parametrize("scheme,enc_rows,match", [
+    ({"m": "0", "k": 1, "epochs": 8}, 12, "not a whole number of epochs"),
+    ({"m": "0", "k": 1, "epochs": 8}, 8, "too few encodings to cluster"),
+    ({"m": "0", "k": 1}, 16, "must state 'epochs'"),
+])
+def test_bad_attack_input(scheme, enc_rows, match):
+    aux = torch.randn(50, 8)
+    view = AttackerView(RECONSTRUCTION_THREAT, encodings=torch.randn(enc_rows, 8), mixed_labels=torch.zeros(enc_rows, 2),
+                        scheme=scheme, auxiliary=Corpus([""] * 50, aux))
+    with pytest.raises(PrivnluError, match=match):
+        ReconstructionAttack(SMALL).run(view)
+    with pytest.raises(PrivnluError, match="mismatched dimensions"):
+        AttackerView(RECONSTRUCTION_THREAT, encodings=torch.randn(16, 8), auxiliary=Corpus(["a"], torch.randn(1, 9)))
+
+
+def test_report_section_for_reconstruction(tmp_path):
+    import json
+
+    from privnlu.report import build_report
+
+    rec = {"kind": "attack", "attack": "reconstruct", "task": "toy", "n_queries": 20, "epochs": 8,
+           "threat_model": RECONSTRUCTION_THREAT.to_json(),
+           "conditions": {"m0-k1": {"m": "0", "k": 1, "n_encodings": 160, "attack_seconds": 3.0,
+                                    "methods": {"clique": {"success": 100.0, "cosine_to_truth": 1.0}}}}}
+    (tmp_path / "r.json").write_text(json.dumps(rec))
+    page = build_report([tmp_path / "r.json"], tmp_path / "rep").read_text()
+    assert "clique success %" in page and "Xie &amp; Hong 2021" in page
+
+
+def test_dp_noise_defeats_the_attack_that_breaks_no_defence():
+    """Strong DP noise (epsilon = 0.5 over the whole release) brings the k = 1 attack from ~100 % to near chance."""
+    from privnlu.mechanisms.dp import calibrate
+
+    x, y, aux = data()
+    x = x / x.norm(dim=1, keepdim=True)  # within the clipping bound: clipping itself changes nothing
+    cal = calibrate("gaussian", epsilon=0.5, delta=1e-5, clip=1.0, dim=32, k=1, epochs=8)
+    r = reconstruction_audit(x, y, Condition("dp", 0, 1), SecretGenerator(0, warn=False), epochs=8,
+                             auxiliary=Corpus([""] * len(aux), aux), config=SMALL, methods=("clique",), mechanism=cal.mechanism)
+    assert r["dp"]["noise_multiplier"] > 10 and r["methods"]["clique"]["success"] <= 25
+
+
+def test_least_squares_chunking_does_not_change_the_solution():
+    from privnlu.attacks.reconstruction import _descend
+
+    g = torch.Generator().manual_seed(1)
+    slots = torch.randint(0, 4, (50, 2), generator=g)
+    mask = torch.ones(50, 2, dtype=torch.bool)
+    cls = torch.zeros(50, 2, dtype=torch.long)
+    same = (cls[:, :, None] == cls[:, None, :]) & mask[:, None, :] & mask[:, :, None]
+    mass = torch.ones(50, 2)
+    a, x0 = torch.rand(50, 12, generator=g), torch.randn(2, 4, 12, generator=g)
+    big = _descend(x0, a, slots, mask, same, mass, steps=20, lr=0.05)
+    small = _descend(x0, a, slots, mask, same, mass, steps=20, lr=0.05, chunk_floats=200)  # one coordinate per chunk
+    assert torch.allclose(big[0], small[0], atol=1e-5) and torch.allclose(big[1], small[1], atol=1e-6)
