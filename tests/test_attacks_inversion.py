@@ -5,8 +5,8 @@ import json
 import pytest
 import torch
 
-from privnlu.attacks import INVERSION_THREAT, AttackerView, Corpus
-from privnlu.attacks.audit import Condition, inversion_audit, parse_condition
+from privnlu.attacks import AttackerView, Corpus
+from privnlu.attacks.audit import Condition, inversion_audit
 from privnlu.attacks.inversion import InversionConfig, RepresentationInversion, fit_inverse
 from privnlu.cli.main import main
 from privnlu.errors import PrivnluError

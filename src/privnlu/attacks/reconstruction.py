@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..errors import PrivnluError, require
+from ..errors import require
 from ..mechanisms.release import hide_dataset
 from ..mechanisms.texthide import TextHide, parse_m
 from ..rng import SecretGenerator
