@@ -22,8 +22,9 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/privnlu demo --out runs/demo
 
+# two test workers on 2 cores: one OpenMP thread each, or OpenMP spin-waiting slows small ops badly
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --durations=15
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 --durations=15
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
