@@ -6,14 +6,12 @@ import argparse
 import json
 import math
 import sys
-from pathlib import Path
 
-import torch
 
 from .. import __version__
 from ..errors import PrivnluError
 from ..io import write_json_atomic
-from .common import add_data_args, add_model_args, m_value, positive_int, say, warn_seed
+from .common import add_data_args, add_model_args, check_release_paths, m_value, positive_int, say, warn_seed
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -86,30 +84,20 @@ def run_account(args: argparse.Namespace) -> int:
 
 
 def run_encode(args: argparse.Namespace) -> int:
-    from ..experiments.pipeline import RunSpec, prepare
+    from ..experiments.pipeline import RunSpec, prepare, split_release
     from ..mechanisms.dp import DPTextHide
     from ..mechanisms.release import hide_dataset
     from ..rng import SecretGenerator
-    from ..training import targets_from_labels
 
     warn_seed(args)
-    if Path(args.out).resolve() == Path(args.key_out).resolve():
-        raise PrivnluError("--out and --key-out must be different files: the key never travels with the encodings")
+    check_release_paths(args.out, args.key_out)
     spec = RunSpec(task=args.task, model=args.model, pooling=args.pooling, max_length=args.max_length,
                    train_limit=args.train_limit, dev_limit=args.dev_limit, data_dir=args.data_dir, cache_dir=args.cache_dir,
                    bf16=args.bf16, device=args.device, encode_batch_size=args.encode_batch_size)
     _validate(args)  # before any data is loaded
     prep = prepare(spec, progress=not args.quiet, refresh_cache=args.refresh_cache)
-    if args.split == "train":
-        ds, x = prep.train, prep.train_x
-    elif args.split in prep.evals:
-        ds, x = prep.evals[args.split], prep.eval_x[args.split]
-    else:
-        raise PrivnluError(f"unknown split '{args.split}' for {prep.task.name}; use train or {', '.join(prep.evals)}")
-    assert x is not None
+    ds, x, y = split_release(prep, args.split)
     cal = _calibrate(args, x.shape[1])
-    n_out = 1 if prep.task.is_regression else len(prep.task.label_names)
-    y = targets_from_labels(torch.tensor(ds.labels), n_out, regression=prep.task.is_regression)
     rng = SecretGenerator(args.seed, warn=False) if args.seed is not None else SecretGenerator()
     hider = DPTextHide(args.m, args.k, dim=x.shape[1], rng=rng, mechanism=cal.mechanism)
     payload, key = hide_dataset(hider, x, y, epochs=args.epochs, batch_size=args.batch_size,

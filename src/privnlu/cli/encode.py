@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-from pathlib import Path
 
-import torch
-
-from ..errors import PrivnluError
-from ..experiments.pipeline import make_hider, prepare
+from ..experiments.pipeline import make_hider, prepare, split_release
 from ..mechanisms.release import hide_dataset
 from ..rng import SecretGenerator
-from ..training import targets_from_labels
-from .common import add_data_args, add_model_args, add_texthide_args, positive_int, run_spec, say, warn_seed
+from .common import (add_data_args, add_model_args, add_texthide_args, check_release_paths, positive_int, run_spec, say,
+                     warn_seed)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,19 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     warn_seed(args)
-    if Path(args.out).resolve() == Path(args.key_out).resolve():
-        raise PrivnluError("--out and --key-out must be different files: the key never travels with the encodings")
+    check_release_paths(args.out, args.key_out)
     spec = replace(run_spec(args), scheme="texthide")  # --scheme none is the (0, 1) identity release
     prep = prepare(spec, progress=not args.quiet, refresh_cache=args.refresh_cache)
-    if args.split == "train":
-        ds, x = prep.train, prep.train_x
-    elif args.split in prep.evals:
-        ds, x = prep.evals[args.split], prep.eval_x[args.split]
-    else:
-        raise PrivnluError(f"unknown split '{args.split}' for {prep.task.name}; use train or {', '.join(prep.evals)}")
-    assert x is not None
-    n_out = 1 if prep.task.is_regression else len(prep.task.label_names)
-    y = targets_from_labels(torch.tensor(ds.labels), n_out, regression=prep.task.is_regression)
+    ds, x, y = split_release(prep, args.split)
     rng = SecretGenerator(args.seed, warn=False) if args.seed is not None else SecretGenerator()
     hider = make_hider(spec, prep.encoder.dim, rng, prep.public_x)
     assert hider is not None

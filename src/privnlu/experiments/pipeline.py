@@ -127,6 +127,19 @@ def prepare(spec: RunSpec, *, progress: bool = True, encoder: SentenceEncoder | 
     return Prepared(task, enc, train, evals, train_x, eval_x, public_x, None)
 
 
+def split_release(prep: Prepared, split: str) -> tuple[TextDataset, torch.Tensor, torch.Tensor]:
+    """A split's dataset, cached representations and label targets (one-hot, or scores), for a release."""
+    if split == "train":
+        ds, x = prep.train, prep.train_x
+    elif split in prep.evals:
+        ds, x = prep.evals[split], prep.eval_x[split]
+    else:
+        raise PrivnluError(f"unknown split '{split}' for {prep.task.name}; use train or {', '.join(prep.evals)}")
+    assert x is not None, "releases use cached features (frozen mode)"
+    n_out = 1 if prep.task.is_regression else len(prep.task.label_names)
+    return ds, x, targets_from_labels(_labels(ds), n_out, regression=prep.task.is_regression)
+
+
 def make_hider(spec: RunSpec, dim: int, rng: SecretGenerator, public_x: torch.Tensor | None, pool: MaskPool | None = None) -> TextHide | None:
     if spec.scheme == "none":
         return None
