@@ -34,3 +34,17 @@ def write(path: Path, text: str, encoding: str = "utf-8") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(text.encode(encoding))
     return path
+
+
+def toy_glue_dir(root: Path, n_train: int) -> Path:
+    """A tiny separable SST-2 in the GLUE layout: ``n_train`` train rows, the first half of them as dev."""
+    rows = [f"{'a fine good film' if i % 2 else 'a bad dull film'} number {i}\t{i % 2}\n" for i in range(n_train)]
+    write(root / "glue" / "SST-2" / "train.tsv", "sentence\tlabel\n" + "".join(rows))
+    write(root / "glue" / "SST-2" / "dev.tsv", "sentence\tlabel\n" + "".join(rows[: n_train // 2]))
+    return root / "glue"
+
+
+@pytest.fixture()
+def toy_glue(tmp_path) -> Path:
+    """60 train and 30 dev rows (modules that need another size override this fixture)."""
+    return toy_glue_dir(tmp_path, 60)

@@ -11,7 +11,7 @@ from privnlu.attacks.inversion import InversionConfig, RepresentationInversion, 
 from privnlu.cli.main import main
 from privnlu.errors import PrivnluError
 from privnlu.rng import SecretGenerator
-from test_attacks_search import attack_args, toy_glue  # noqa: F401  (fixture)
+from test_attacks_search import attack_args
 
 
 def test_fit_inverse_learns_a_fixed_sign_mask():

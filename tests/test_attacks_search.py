@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import write
 from privnlu.attacks import SEARCH_THREAT, AttackerView, Corpus, Grant, ThreatModel
 from privnlu.attacks.audit import PAPER_CONDITIONS, parse_condition, release, search_audit
 from privnlu.attacks.leakage import (Pairs, identity, jaccard, leakage_scores, same_label, sbert_cosine, sbert_embedder,
@@ -133,14 +132,6 @@ def test_sbert_minilm_ranks_paraphrases_above_unrelated():
 
 
 # -- CLI ---------------------------------------------------------------------------
-@pytest.fixture()
-def toy_glue(tmp_path):
-    rows = [f"{'a fine good film' if i % 2 else 'a bad dull film'} number {i}\t{i % 2}\n" for i in range(60)]
-    write(tmp_path / "glue" / "SST-2" / "train.tsv", "sentence\tlabel\n" + "".join(rows))
-    write(tmp_path / "glue" / "SST-2" / "dev.tsv", "sentence\tlabel\n" + "".join(rows[:30]))
-    return tmp_path / "glue"
-
-
 def attack_args(tiny_model, toy_glue, tmp_path):
     return ["--task", "sst2", "--data-dir", str(toy_glue), "--model", str(tiny_model), "--cache-dir", str(tmp_path / "c"),
             "--sbert-model", str(tiny_model), "--quiet", "--seed", "0", "--batch-size", "16"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import write
+from conftest import toy_glue_dir, write
 from privnlu.cli.main import main
 from privnlu.mechanisms.release import KeyRecord, SharedPayload
 
@@ -23,10 +23,7 @@ def run_cli(capsys, *argv):
 
 @pytest.fixture()
 def toy_glue(tmp_path):
-    rows = [f"{'a fine good film' if i % 2 else 'a bad dull film'} {i}\t{i % 2}\n" for i in range(40)]
-    write(tmp_path / "glue" / "SST-2" / "train.tsv", "sentence\tlabel\n" + "".join(rows))
-    write(tmp_path / "glue" / "SST-2" / "dev.tsv", "sentence\tlabel\n" + "".join(rows[:20]))
-    return tmp_path / "glue"
+    return toy_glue_dir(tmp_path, 40)  # 40 train rows: the encode test counts 2 x 40 encodings
 
 
 def base_args(tiny_model, toy_glue, cache_dir):

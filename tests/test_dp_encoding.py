@@ -141,7 +141,6 @@ import os  # noqa: E402
 import stat  # noqa: E402
 
 from privnlu.cli.main import main  # noqa: E402
-from test_attacks_search import toy_glue  # noqa: E402,F401  (fixture)
 
 
 def test_cli_dp_account_and_paper_label(capsys, tmp_path):

@@ -87,6 +87,12 @@ def _scores(retrieved: np.ndarray, truth: torch.Tensor, corpus: Corpus, truth_te
     return leakage_scores(pairs, corpus=corpus.texts, embed=embed)
 
 
+def _random_guess(corpus: Corpus, texts_q: list[str], labels_q: torch.Tensor, embed, seed: int) -> dict[str, float]:
+    """The random-guess condition: a uniformly random candidate per query (public, seeded; not a secret)."""
+    guess = np.random.default_rng(seed).integers(0, len(corpus), size=len(texts_q))
+    return _scores(guess, torch.arange(len(texts_q)), corpus, texts_q, labels_q, embed)
+
+
 def search_audit(corpus: Corpus, query_idx: torch.Tensor, conditions: tuple[Condition, ...], rng: SecretGenerator, *,
                  embed: Callable | None, batch_size: int = 64, guess_seed: int = 0) -> dict[str, dict]:
     """Section 4.4: release the corpus rows ``query_idx`` under each condition and search the corpus with them."""
@@ -97,9 +103,7 @@ def search_audit(corpus: Corpus, query_idx: torch.Tensor, conditions: tuple[Cond
     out: dict[str, dict] = {}
     for cond in conditions:
         if cond.random:
-            guess = np.random.default_rng(guess_seed).integers(0, len(corpus), size=len(query_idx))
-            truth = torch.arange(len(query_idx))
-            out[cond.name] = {**cond.to_json(), "metrics": _scores(guess, truth, corpus, texts_q, labels_q, embed)}
+            out[cond.name] = {**cond.to_json(), "metrics": _random_guess(corpus, texts_q, labels_q, embed, guess_seed)}
             continue
         payload, truth, _ = release(corpus.x[query_idx], labels_q, cond, rng, batch_size=batch_size)
         view = AttackerView(SEARCH_THREAT, encodings=payload.x, scheme={"m": m_label(cond.m), "k": cond.k}, candidates=corpus)
@@ -111,7 +115,7 @@ def search_audit(corpus: Corpus, query_idx: torch.Tensor, conditions: tuple[Cond
 
 def inversion_audit(train_x: torch.Tensor, train_labels: torch.Tensor, dev: Corpus, query_idx: torch.Tensor,
                     conditions: tuple[Condition, ...], rng: SecretGenerator, *, embed: Callable | None,
-                    config: InversionConfig, batch_size: int = 64) -> dict[str, dict]:
+                    config: InversionConfig, batch_size: int = 64, guess_seed: int = 0) -> dict[str, dict]:
     """Appendix C.3: known pairs from the train split, queries from dev under the same key, candidates = dev."""
     if dev.labels is None:
         raise PrivnluError("the inversion audit needs dev labels (for the Label metric)")
@@ -120,8 +124,7 @@ def inversion_audit(train_x: torch.Tensor, train_labels: torch.Tensor, dev: Corp
     out: dict[str, dict] = {}
     for cond in conditions:
         if cond.random:
-            guess = np.random.default_rng(0).integers(0, len(dev), size=len(query_idx))
-            out[cond.name] = {**cond.to_json(), "metrics": _scores(guess, torch.arange(len(query_idx)), dev, texts_q, labels_q, embed)}
+            out[cond.name] = {**cond.to_json(), "metrics": _random_guess(dev, texts_q, labels_q, embed, guess_seed)}
             continue
         known, known_truth, hider = release(train_x, train_labels, cond, rng, batch_size=batch_size)
         payload, truth, _ = release(dev.x[query_idx], labels_q, cond, rng, batch_size=batch_size, hider=hider)

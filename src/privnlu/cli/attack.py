@@ -156,7 +156,7 @@ def run_invert(args: argparse.Namespace) -> int:
     dev = Corpus(prep.evals[split].texts_a, prep.eval_x[split], torch.tensor(prep.evals[split].labels))
     idx = _query_idx(len(dev), args.queries, args.seed)
     results = inversion_audit(prep.train_x, torch.tensor(prep.train.labels), dev, idx, conds, _rng(args),
-                              embed=_embed(args), config=config, batch_size=args.batch_size)
+                              embed=_embed(args), config=config, batch_size=args.batch_size, guess_seed=args.seed or 0)
     rec = _record(args, "invert", INVERSION_THREAT, prep, results, t0, corpus=f"{prep.task.name}/{split}",
                   corpus_size=len(dev), n_known_pairs=len(prep.train), mlp={"hidden": list(hidden), "epochs": args.inv_epochs})
     write_json_atomic(args.out, rec)
