@@ -29,6 +29,9 @@ def test_seeded_generator_is_reproducible_and_warns():
 
 def test_secure_generators_differ():
     assert not torch.equal(SecretGenerator().signs(256), SecretGenerator().signs(256))
+    # seed=None (what every command passes without --seed) must be the secure source, not a default seed
+    a, b = SecretGenerator(None, warn=False), SecretGenerator(None, warn=False)
+    assert not a.seeded and not torch.equal(a.signs(256), b.signs(256))
 
 
 def test_repr_hides_state():

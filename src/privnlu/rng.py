@@ -34,7 +34,7 @@ _TWO_POW_53 = float(2**53)
 
 
 class SecretGenerator:
-    """A dedicated source of secret randomness (CSPRNG unless seeded)."""
+    """A dedicated source of secret randomness: the OS CSPRNG when ``seed`` is None, else seeded PCG64 (experiments)."""
 
     def __init__(self, seed: int | None = None, *, warn: bool = True) -> None:
         self.seeded = seed is not None

@@ -359,7 +359,7 @@ class ReconstructionAttack(Attack):
         gen = torch.Generator().manual_seed(cfg.seed) if cfg.seed is not None else torch.Generator()
         if cfg.seed is not None:
             torch.manual_seed(cfg.seed)
-        own = SecretGenerator(cfg.seed, warn=False) if cfg.seed is not None else SecretGenerator()  # the attacker's keys
+        own = SecretGenerator(cfg.seed, warn=False)  # the attacker's keys
         a, b, lab = simulate_pairs(aux.x.float(), n, m, k, cfg, own, gen)
         scorer, self.pair_train_accuracy = train_scorer(a, b, lab, cfg, gen)
         t["train_pair_network"] = time.perf_counter() - t0

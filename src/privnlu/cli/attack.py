@@ -113,7 +113,7 @@ def _record(args, attack: str, threat, prep, results: dict, t0: float, **extra) 
 
 
 def _rng(args) -> SecretGenerator:
-    return SecretGenerator(args.seed, warn=False) if args.seed is not None else SecretGenerator()
+    return SecretGenerator(args.seed, warn=False)
 
 
 def run_search(args: argparse.Namespace) -> int:

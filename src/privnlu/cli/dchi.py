@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _rng(args: argparse.Namespace) -> SecretGenerator:
     warn_seed(args)
-    return SecretGenerator(args.seed, warn=False) if args.seed is not None else SecretGenerator()
+    return SecretGenerator(args.seed, warn=False)
 
 
 def run_calibrate(args: argparse.Namespace) -> int:

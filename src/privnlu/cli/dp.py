@@ -98,7 +98,7 @@ def run_encode(args: argparse.Namespace) -> int:
     prep = prepare(spec, progress=not args.quiet, refresh_cache=args.refresh_cache)
     ds, x, y = split_release(prep, args.split)
     cal = _calibrate(args, x.shape[1])
-    rng = SecretGenerator(args.seed, warn=False) if args.seed is not None else SecretGenerator()
+    rng = SecretGenerator(args.seed, warn=False)
     hider = DPTextHide(args.m, args.k, dim=x.shape[1], rng=rng, mechanism=cal.mechanism)
     payload, key = hide_dataset(hider, x, y, epochs=args.epochs, batch_size=args.batch_size,
                                 meta={"task": prep.task.name, "split": args.split, "label_names": list(prep.task.label_names),

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     spec = replace(run_spec(args), scheme="texthide")  # --scheme none is the (0, 1) identity release
     prep = prepare(spec, progress=not args.quiet, refresh_cache=args.refresh_cache)
     ds, x, y = split_release(prep, args.split)
-    rng = SecretGenerator(args.seed, warn=False) if args.seed is not None else SecretGenerator()
+    rng = SecretGenerator(args.seed, warn=False)
     hider = make_hider(spec, prep.encoder.dim, rng, prep.public_x)
     assert hider is not None
     payload, key = hide_dataset(hider, x, y, epochs=args.epochs, batch_size=args.batch_size,

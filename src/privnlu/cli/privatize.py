@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if out.suffix != OUTPUT_SUFFIX[args.mechanism]:
         raise PrivnluError(f"--out for --mechanism {args.mechanism} should end in {OUTPUT_SUFFIX[args.mechanism]}")
     warn_seed(args)
-    rng = SecretGenerator(args.seed, warn=False) if args.seed is not None else SecretGenerator()
+    rng = SecretGenerator(args.seed, warn=False)
     priv = DchiPrivatizer.load(eta=args.eta, mechanism=args.mechanism, model=args.model, pooling=args.pooling, rng=rng,
                                max_length=args.max_length, hnsw=args.hnsw)
     shown = [0]

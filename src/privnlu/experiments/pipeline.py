@@ -167,7 +167,7 @@ def train_run(
     """
     t0 = time.time()
     task, cfg = prep.task, spec.train
-    rng = SecretGenerator(cfg.seed, warn=False) if cfg.seed is not None else SecretGenerator()
+    rng = SecretGenerator(cfg.seed, warn=False)
     if cfg.seed is not None:
         torch.manual_seed(cfg.seed)  # model initialisation only; secrets use `rng`
     dim = prep.encoder.dim
