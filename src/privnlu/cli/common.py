@@ -73,12 +73,35 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
 def add_texthide_args(p: argparse.ArgumentParser, *, grid: bool = False) -> None:
     g = p.add_argument_group("TextHide")
     if not grid:
-        g.add_argument("--scheme", default="none", choices=["none", "texthide"], help="privacy scheme (default: none)")
-        g.add_argument("--m", type=m_value, default=None, help="mask pool size: 0 (no mask), N, or inf (default with texthide: 256)")
-        g.add_argument("--k", type=int, default=None, help="representations mixed per encoding (default with texthide: 4)")
+        g.add_argument("--scheme", default="none", choices=["none", "texthide", "dp"],
+                       help="privacy scheme: none (default), texthide, or dp (DP instance encoding, Xie & Hong 2022)")
+        g.add_argument("--m", type=m_value, default=None,
+                       help="mask pool size: 0 (no mask), N, or inf (default: 256 with texthide, 16 with dp)")
+        g.add_argument("--k", type=int, default=None, help="representations mixed per encoding (default with texthide/dp: 4)")
     g.add_argument("--inter", action="store_true", help="TextHide-inter: floor(k/2) components from a public corpus")
     g.add_argument("--public", default="wiki", help="public corpus: 'wiki' (packaged) or a text file, one sentence per line")
     g.add_argument("--public-size", type=positive_int, default=20000, help="public sentences to use (default: 20000)")
+    if not grid:
+        add_dp_args(p)
+
+
+def add_dp_args(p: argparse.ArgumentParser) -> None:
+    """``--dp-*``: DP instance encoding settings (used with --scheme dp)."""
+    g = p.add_argument_group("DP instance encoding (--scheme dp)")
+    g.add_argument("--dp-mechanism", default="gaussian", choices=["gaussian", "laplace"], help="noise (default: gaussian)")
+    g.add_argument("--dp-epsilon", type=float, default=8.0,
+                   help="target epsilon per example for the whole run, every epoch's encodings included (default: 8)")
+    g.add_argument("--dp-delta", type=float, default=1e-5, help="target delta (default: 1e-5)")
+    g.add_argument("--dp-clip", type=float, default=1.0, help="clipping bound C: L2 for gaussian, L1 for laplace (default: 1)")
+    g.add_argument("--dp-calibration", default="correct", choices=["correct", "paper"],
+                   help="correct (default) or paper: the paper's per-encoding calibration, NOT a valid DP guarantee")
+
+
+def dp_settings(args: argparse.Namespace):
+    from ..mechanisms.dp import DPSettings
+
+    return DPSettings(mechanism=args.dp_mechanism, epsilon=args.dp_epsilon, delta=args.dp_delta, clip=args.dp_clip,
+                      calibration=args.dp_calibration)
 
 
 def add_train_args(p: argparse.ArgumentParser, *, epochs: int = 20, lr: float = 1e-3) -> None:
@@ -124,9 +147,11 @@ def run_spec(args: argparse.Namespace, **override) -> RunSpec:
     scheme = override.pop("scheme", getattr(args, "scheme", "none"))
     m = override.pop("m", getattr(args, "m", None))
     k = override.pop("k", getattr(args, "k", None))
-    if scheme == "texthide":
-        m = 256 if m is None else m
+    if scheme in ("texthide", "dp"):
+        m = (256 if scheme == "texthide" else 16) if m is None else m
         k = 4 if k is None else k
+        if scheme == "dp":
+            override.setdefault("dp", dp_settings(args))
     else:
         m, k = (0 if m is None else m), (1 if k is None else k)
     if args.lr is not None and not args.lr > 0:

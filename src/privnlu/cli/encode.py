@@ -32,7 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     warn_seed(args)
     check_release_paths(args.out, args.key_out)
-    spec = replace(run_spec(args), scheme="texthide")  # --scheme none is the (0, 1) identity release
+    spec = run_spec(args)
+    if spec.scheme == "none":
+        spec = replace(spec, scheme="texthide")  # the (0, 1) identity release
     prep = prepare(spec, progress=not args.quiet, refresh_cache=args.refresh_cache)
     ds, x, y = split_release(prep, args.split)
     rng = SecretGenerator(args.seed, warn=False)
@@ -40,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
     assert hider is not None
     payload, key = hide_dataset(hider, x, y, epochs=args.epochs, batch_size=args.batch_size,
                                 meta={"task": prep.task.name, "split": args.split, "label_names": list(prep.task.label_names),
-                                      "encoder": prep.encoder.name, "pooling": spec.pooling})
+                                      "encoder": prep.encoder.name, "pooling": spec.pooling,
+                                      **({"dp": hider.calibration.to_json()} if getattr(hider, "calibration", None) else {})})
     key.save(args.key_out)
     payload.save(args.out)
     say(f"wrote {len(payload.x)} encodings to {args.out}; key material to {args.key_out} (mode 0600, keep it private)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..experiments import huang2020
+from ..experiments import huang2020, xie2022
 from ..experiments.pipeline import RunSpec
 from ..training import TrainConfig
 from .common import add_recipe_args, say, warn_seed
@@ -16,6 +16,9 @@ RECIPES = {
                          "TextHide Table 1: baseline vs intra vs inter on SST-2, CoLA, MRPC, RTE, STS-B and tweets"),
     "huang2020-figure2": (lambda out, base, tasks, progress: huang2020.figure2(out, task=tasks[0] if tasks else "sst2", base=base, progress=progress),
                           "TextHide Figure 2: the m x k sweep on SST-2"),
+    "xie2022-figure1": (lambda out, base, tasks, progress: xie2022.figure1(out, tasks=tasks or xie2022.FIGURE1_TASKS, base=base, progress=progress),
+                        "DP instance encoding Figure 1: utility vs epsilon (Laplace, Gaussian; correct and paper calibration) "
+                        "on SST-2 and CoLA, beside TextHide (16, 4) and the baseline"),
 }
 
 

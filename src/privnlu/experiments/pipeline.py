@@ -19,6 +19,7 @@ from ..data import TextDataset, get_task, load_public_corpus
 from ..data.tasks import TaskSpec
 from ..errors import PrivnluError
 from ..io import write_json_atomic
+from ..mechanisms.dp import DPSettings, DPTextHide
 from ..mechanisms.texthide import MaskPool, TextHide, check_k, m_label, parse_m
 from ..models import FeatureCache, MLPHead, config_summary, load_encoder
 from ..models.heads import AbsInput
@@ -27,7 +28,7 @@ from ..models.features import extract_features
 from ..rng import SecretGenerator
 from ..training import TrainConfig, fit, targets_from_labels
 
-SCHEMES = ("none", "texthide")
+SCHEMES = ("none", "texthide", "dp")
 MODES = ("frozen", "joint")
 
 
@@ -54,6 +55,7 @@ class RunSpec:
     device: str = "cpu"
     encode_batch_size: int = 64
     encoder_lr: float = 2e-5
+    dp: DPSettings | None = None
     train: TrainConfig = field(default_factory=TrainConfig)
 
     def __post_init__(self) -> None:
@@ -65,6 +67,8 @@ class RunSpec:
         check_k(self.k)
         if self.scheme == "none" and (self.m != 0 or self.k != 1 or self.inter):
             raise PrivnluError("scheme 'none' takes no m, k or --inter; use --scheme texthide")
+        if (self.scheme == "dp") != (self.dp is not None):
+            raise PrivnluError("DP settings go with --scheme dp, and --scheme dp needs them")
         if self.inter and self.k < 2:
             raise PrivnluError("TextHide-inter needs k >= 2")
         check_k(math.ceil(self.k / 2) if self.inter else self.k, self.train.batch_size)  # validate before any work
@@ -78,12 +82,14 @@ class RunSpec:
     def variant(self) -> str:
         if self.scheme == "none":
             return "baseline"
-        return "texthide-inter" if self.inter else "texthide-intra"
+        return ("dp-" if self.scheme == "dp" else "") + ("texthide-inter" if self.inter else "texthide-intra")
 
     @property
     def label(self) -> str:
         base = f"{self.task}-{self.variant}"
-        return base if self.scheme == "none" else f"{base}-m{m_label(self.m)}-k{self.k}"
+        if self.scheme == "none":
+            return base
+        return f"{base}-m{m_label(self.m)}-k{self.k}" + (f"-{self.dp.label}" if self.dp is not None else "")
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -141,9 +147,15 @@ def split_release(prep: Prepared, split: str) -> tuple[TextDataset, torch.Tensor
 
 
 def make_hider(spec: RunSpec, dim: int, rng: SecretGenerator, public_x: torch.Tensor | None, pool: MaskPool | None = None) -> TextHide | None:
+    """The spec's encoder of private representations: none, TextHide, or DP TextHide calibrated for the whole run."""
     if spec.scheme == "none":
         return None
-    return TextHide(spec.m, spec.k, dim=dim, rng=rng, public=public_x if spec.inter else None, pool=pool)
+    public = public_x if spec.inter else None
+    if spec.scheme == "dp":
+        assert spec.dp is not None
+        return DPTextHide.from_settings(spec.dp, spec.m, spec.k, dim=dim, rng=rng, epochs=spec.train.epochs,
+                                        public=public, pool=pool)
+    return TextHide(spec.m, spec.k, dim=dim, rng=rng, public=public, pool=pool)
 
 
 def _labels(ds: TextDataset) -> torch.Tensor:
@@ -178,7 +190,7 @@ def train_run(
     head = head.to(spec.device)
     pool = None
     key_path = run_dir / "key.pt" if run_dir is not None else None
-    if spec.scheme == "texthide" and key_path is not None and resume and key_path.exists():
+    if spec.scheme != "none" and key_path is not None and resume and key_path.exists():
         pool = MaskPool.load(key_path)
     hider = make_hider(spec, dim, rng, prep.public_x, pool)
     if hider is not None and key_path is not None and hider.pool.masks is not None and pool is None:
@@ -218,6 +230,7 @@ def train_run(
         "encoder": config_summary(prep.encoder),
         "spec": spec.to_json(),
         "experiment_seed": cfg.seed,
+        "dp": hider.calibration.to_json() if isinstance(hider, DPTextHide) and hider.calibration else None,
         "history": state.history,
         "seconds": round(time.time() - t0, 2),
     }
@@ -255,11 +268,11 @@ def _fit_joint(spec: RunSpec, prep: Prepared, eval_labels, hider, rng: SecretGen
                extra_modules={"encoder": enc}, extra_lr=spec.encoder_lr, **common)
 
 
-def with_scheme(spec: RunSpec, *, m: float, k: int, inter: bool = False) -> RunSpec:
-    """The same run with another (m, k) point; (0, 1) without --inter is the baseline."""
-    if m == 0 and k == 1 and not inter:
-        return replace(spec, scheme="none", m=0, k=1, inter=False)
-    return replace(spec, scheme="texthide", m=m, k=k, inter=inter)
+def with_scheme(spec: RunSpec, *, m: float, k: int, inter: bool = False, dp: DPSettings | None = None) -> RunSpec:
+    """The same run with another (m, k) point (and DP settings); (0, 1) without --inter or DP is the baseline."""
+    if m == 0 and k == 1 and not inter and dp is None:
+        return replace(spec, scheme="none", m=0, k=1, inter=False, dp=None)
+    return replace(spec, scheme="dp" if dp is not None else "texthide", m=m, k=k, inter=inter, dp=dp)
 
 
 def grid_label(m: float, k: int) -> str:

@@ -236,15 +236,58 @@ def calibrate(kind: str, *, epsilon: float, delta: float, clip: float, dim: int,
     return Calibration(mech, n, epsilon, delta, calibration, account(mech, n, delta))
 
 
+@dataclass(frozen=True)
+class DPSettings:
+    """What a user asks of DP instance encoding; :meth:`calibrate` turns it into noise for a given release.
+
+    ``clip`` is in L2 for Gaussian and L1 for Laplace (``correct``), L2 for both (``paper``).
+    """
+
+    mechanism: str = "gaussian"
+    epsilon: float = 8.0
+    delta: float = 1e-5
+    clip: float = 1.0
+    calibration: str = "correct"
+
+    def __post_init__(self) -> None:
+        check_privacy_params(self.epsilon, self.delta)
+        require(math.isfinite(self.clip) and self.clip > 0, f"the clipping bound C must be > 0, not {self.clip}")
+        require(self.calibration in CALIBRATIONS, f"unknown calibration '{self.calibration}'; choose correct or paper")
+        require(self.mechanism in MECHANISMS, f"unknown mechanism '{self.mechanism}'; choose one of {', '.join(MECHANISMS)}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.mechanism}-eps{self.epsilon:g}-{self.calibration}"
+
+    def calibrate(self, *, dim: int, k: int, epochs: int, inter: bool = False) -> Calibration:
+        return calibrate(self.mechanism, epsilon=self.epsilon, delta=self.delta, clip=self.clip, dim=dim, k=k,
+                         epochs=epochs, inter=inter, calibration=self.calibration)
+
+
 class DPTextHide(TextHide):
-    """TextHide with clipping before mixing and calibrated noise after it (see the module docstring)."""
+    """TextHide with clipping before mixing and calibrated noise after it (see the module docstring).
+
+    ``calibration`` (optional) records what the noise was calibrated for, so results can report it.
+    """
 
     def __init__(self, m: float, k: int, *, dim: int, rng: SecretGenerator, mechanism: EncodingMechanism,
-                 public: torch.Tensor | None = None, pool: MaskPool | None = None) -> None:
+                 public: torch.Tensor | None = None, pool: MaskPool | None = None,
+                 calibration: Calibration | None = None) -> None:
         super().__init__(m, k, dim=dim, rng=rng, public=public, pool=pool)
         if mechanism.dim != dim:
             raise PrivnluError(f"the mechanism was calibrated for d = {mechanism.dim}, the representations have d = {dim}")
         self.mechanism = mechanism
+        self.calibration = calibration
+
+    @classmethod
+    def from_settings(cls, settings: DPSettings, m: float, k: int, *, dim: int, rng: SecretGenerator, epochs: int,
+                      public: torch.Tensor | None = None, pool: MaskPool | None = None) -> "DPTextHide":
+        """Calibrate ``settings`` for ``epochs`` passes (``k`` encodings per example each) and build the hider."""
+        cal = settings.calibrate(dim=dim, k=k, epochs=epochs, inter=public is not None)
+        return cls(m, k, dim=dim, rng=rng, mechanism=cal.mechanism, public=public, pool=pool, calibration=cal)
+
+    def _noisy(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.mechanism.sample(tuple(x.shape), self.rng).to(device=x.device, dtype=x.dtype)
 
     def __repr__(self) -> str:
         return f"DP{super().__repr__()[:-1]}, {self.mechanism.kind}, C={self.mechanism.clip:g}, noise={self.mechanism.noise:.4g})"
@@ -253,5 +296,8 @@ class DPTextHide(TextHide):
         from dataclasses import replace
 
         hb = super().hide(self.mechanism.clip_rows(x), y, public=public)
-        noise = self.mechanism.sample(tuple(hb.x.shape), self.rng).to(device=hb.x.device, dtype=hb.x.dtype)
-        return replace(hb, x=hb.x + noise)
+        return replace(hb, x=self._noisy(hb.x))
+
+    def mask_only(self, x: torch.Tensor) -> torch.Tensor:
+        """A query's encoding at evaluation time: clip, pool mask, the same noise, no mixing (one encoding each)."""
+        return self._noisy(super().mask_only(self.mechanism.clip_rows(x)))

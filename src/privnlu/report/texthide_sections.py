@@ -22,7 +22,7 @@ def _train(records: list[dict], groups: set[str] | None = None, exclude: set[str
 
 def _by_task(records: list[dict]) -> dict[str, dict[str, dict]]:
     by_task: dict[str, dict[str, dict]] = defaultdict(dict)
-    for r in _train(records, exclude={"sweep"}):
+    for r in _train(records, exclude={"sweep", "xie2022"}):
         if not r["spec"]["train"].get("abs_input"):
             by_task[r["task"]][r["variant"]] = r  # the last file wins for repeated runs
     return {t: v for t, v in by_task.items() if len(v) > 1}
