@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import warnings
 
@@ -37,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=".*privnlu: a fixed --seed.*")
+    if not sys.stderr.isatty():  # logs: a progress line every 60 s, not one per update (tqdm reads TQDM_* defaults)
+        os.environ.setdefault("TQDM_MININTERVAL", "60")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
