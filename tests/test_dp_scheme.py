@@ -94,3 +94,14 @@ def test_report_section_tabulates_utility_against_epsilon(tmp_path):
     assert "| laplace | paper (not DP) | 55.00 | 61.50 | 56 |" in md
     assert "| laplace | correct |  | 50.90 | 56 |" in md
     assert "| TextHide (16, 4) |  | 68.00 | 68.00 |  |" in md
+
+
+def test_clean_queries_are_clipped_and_masked_without_noise():
+    settings = DPSettings(epsilon=8, clip=0.5, noisy_queries=False)
+    spec = with_scheme(RunSpec(task="sst2"), m=1, k=2, dp=settings)
+    assert spec.label.endswith("-cleanq")
+    hider = make_hider(spec, 16, SecretGenerator(2, warn=False), None)
+    x = torch.randn(50, 16) * 10
+    q = hider.mask_only(x)
+    mask = hider.pool.masks[0]
+    assert torch.allclose(q, torch.nn.functional.normalize(x, dim=1) * 0.5 * mask, atol=1e-5)

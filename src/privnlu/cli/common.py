@@ -95,13 +95,16 @@ def add_dp_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dp-clip", type=float, default=1.0, help="clipping bound C: L2 for gaussian, L1 for laplace (default: 1)")
     g.add_argument("--dp-calibration", default="correct", choices=["correct", "paper"],
                    help="correct (default) or paper: the paper's per-encoding calibration, NOT a valid DP guarantee")
+    g.add_argument("--dp-clean-queries", action="store_true",
+                   help="evaluate on clipped, masked dev queries without noise (the guarantee then covers the "
+                        "training release only; queries are not protected)")
 
 
 def dp_settings(args: argparse.Namespace):
     from ..mechanisms.dp import DPSettings
 
     return DPSettings(mechanism=args.dp_mechanism, epsilon=args.dp_epsilon, delta=args.dp_delta, clip=args.dp_clip,
-                      calibration=args.dp_calibration)
+                      calibration=args.dp_calibration, noisy_queries=not args.dp_clean_queries)
 
 
 def add_train_args(p: argparse.ArgumentParser, *, epochs: int = 20, lr: float = 1e-3) -> None:

@@ -19,6 +19,10 @@ RECIPES = {
     "xie2022-figure1": (lambda out, base, tasks, progress: xie2022.figure1(out, tasks=tasks or xie2022.FIGURE1_TASKS, base=base, progress=progress),
                         "DP instance encoding Figure 1: utility vs epsilon (Laplace, Gaussian; correct and paper calibration) "
                         "on SST-2 and CoLA, beside TextHide (16, 4) and the baseline"),
+    "xie2022-figure1-clean-queries": (
+        lambda out, base, tasks, progress: xie2022.figure1(out, tasks=tasks or xie2022.FIGURE1_TASKS, base=base, progress=progress,
+                                                           epsilons=xie2022.CLEAN_QUERY_EPSILONS, noisy_queries=False),
+        "Figure 1 variant: dev queries without noise (training-release privacy only), epsilon 1, 8, 20"),
 }
 
 

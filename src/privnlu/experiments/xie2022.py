@@ -28,15 +28,17 @@ from .pipeline import RunSpec, prepare, train_run, with_scheme
 FIGURE1_TASKS = ("sst2", "cola")
 TEXTHIDE_POINT = (16, 4)  # the paper compares against TextHide (16, 4)
 GROUP = "xie2022"
+CLEAN_QUERY_EPSILONS = (1, 8, 20)
 
 
 def figure1(out: Path, *, tasks: tuple[str, ...] = FIGURE1_TASKS, base: RunSpec | None = None,
             epsilons: tuple[float, ...] = PAPER_EPSILONS, mechanisms: tuple[str, ...] = MECHANISMS,
             calibrations: tuple[str, ...] = CALIBRATIONS, clip: float = 1.0, delta: float = 1e-5,
-            progress: bool = True) -> list[dict]:
+            noisy_queries: bool = True, progress: bool = True) -> list[dict]:
     """Baseline, TextHide (16, 4) and DP TextHide (16, 4) at every (mechanism, calibration, epsilon); resumable.
 
-    A run whose results JSON already exists under ``out`` is read back, not retrained.
+    A run whose results JSON already exists under ``out`` is read back, not retrained. ``noisy_queries=False``
+    evaluates on noise-free (clipped, masked) dev queries: training-release privacy only.
     """
     m, k = TEXTHIDE_POINT
     records = []
@@ -44,7 +46,7 @@ def figure1(out: Path, *, tasks: tuple[str, ...] = FIGURE1_TASKS, base: RunSpec 
         spec0 = replace(base, task=task) if base else RunSpec(task=task, train=TrainConfig())
         specs = [with_scheme(spec0, m=0, k=1), with_scheme(spec0, m=m, k=k)]
         specs += [with_scheme(spec0, m=m, k=k, dp=DPSettings(mechanism=mech, epsilon=eps, delta=delta, clip=clip,
-                                                             calibration=cal))
+                                                             calibration=cal, noisy_queries=noisy_queries))
                   for mech in mechanisms for cal in calibrations for eps in epsilons]
         prep = None
         for spec in specs:

@@ -241,6 +241,8 @@ class DPSettings:
     """What a user asks of DP instance encoding; :meth:`calibrate` turns it into noise for a given release.
 
     ``clip`` is in L2 for Gaussian and L1 for Laplace (``correct``), L2 for both (``paper``).
+    ``noisy_queries``: evaluation queries get the same noise (default); if False they are only clipped and
+    masked, i.e. the guarantee covers the training release and queries are not protected.
     """
 
     mechanism: str = "gaussian"
@@ -248,6 +250,7 @@ class DPSettings:
     delta: float = 1e-5
     clip: float = 1.0
     calibration: str = "correct"
+    noisy_queries: bool = True
 
     def __post_init__(self) -> None:
         check_privacy_params(self.epsilon, self.delta)
@@ -257,7 +260,7 @@ class DPSettings:
 
     @property
     def label(self) -> str:
-        return f"{self.mechanism}-eps{self.epsilon:g}-{self.calibration}"
+        return f"{self.mechanism}-eps{self.epsilon:g}-{self.calibration}" + ("" if self.noisy_queries else "-cleanq")
 
     def calibrate(self, *, dim: int, k: int, epochs: int, inter: bool = False) -> Calibration:
         return calibrate(self.mechanism, epsilon=self.epsilon, delta=self.delta, clip=self.clip, dim=dim, k=k,
@@ -272,19 +275,21 @@ class DPTextHide(TextHide):
 
     def __init__(self, m: float, k: int, *, dim: int, rng: SecretGenerator, mechanism: EncodingMechanism,
                  public: torch.Tensor | None = None, pool: MaskPool | None = None,
-                 calibration: Calibration | None = None) -> None:
+                 calibration: Calibration | None = None, noisy_queries: bool = True) -> None:
         super().__init__(m, k, dim=dim, rng=rng, public=public, pool=pool)
         if mechanism.dim != dim:
             raise PrivnluError(f"the mechanism was calibrated for d = {mechanism.dim}, the representations have d = {dim}")
         self.mechanism = mechanism
         self.calibration = calibration
+        self.noisy_queries = noisy_queries
 
     @classmethod
     def from_settings(cls, settings: DPSettings, m: float, k: int, *, dim: int, rng: SecretGenerator, epochs: int,
                       public: torch.Tensor | None = None, pool: MaskPool | None = None) -> "DPTextHide":
         """Calibrate ``settings`` for ``epochs`` passes (``k`` encodings per example each) and build the hider."""
         cal = settings.calibrate(dim=dim, k=k, epochs=epochs, inter=public is not None)
-        return cls(m, k, dim=dim, rng=rng, mechanism=cal.mechanism, public=public, pool=pool, calibration=cal)
+        return cls(m, k, dim=dim, rng=rng, mechanism=cal.mechanism, public=public, pool=pool, calibration=cal,
+                   noisy_queries=settings.noisy_queries)
 
     def _noisy(self, x: torch.Tensor) -> torch.Tensor:
         return x + self.mechanism.sample(tuple(x.shape), self.rng).to(device=x.device, dtype=x.dtype)
@@ -299,5 +304,7 @@ class DPTextHide(TextHide):
         return replace(hb, x=self._noisy(hb.x))
 
     def mask_only(self, x: torch.Tensor) -> torch.Tensor:
-        """A query's encoding at evaluation time: clip, pool mask, the same noise, no mixing (one encoding each)."""
-        return self._noisy(super().mask_only(self.mechanism.clip_rows(x)))
+        """A query's encoding at evaluation time: clip, pool mask, the same noise (unless ``noisy_queries`` is
+        False), no mixing: one encoding per query."""
+        q = super().mask_only(self.mechanism.clip_rows(x))
+        return self._noisy(q) if self.noisy_queries else q

@@ -19,7 +19,8 @@ def _curves(records: list[dict]) -> dict[str, tuple[dict[str, float], dict[tuple
             continue
         if r["scheme"] == "dp":
             d = r["dp"]
-            curves[r["task"]][(d["mechanism"], d["calibration"])][float(d["target_epsilon"])] = (r["score"], d["accounted_epsilon"])
+            clean = not ((r.get("spec") or {}).get("dp") or {}).get("noisy_queries", True)
+            curves[r["task"]][(d["mechanism"], d["calibration"] + (", clean queries" if clean else ""))][float(d["target_epsilon"])] = (r["score"], d["accounted_epsilon"])
         else:
             refs[r["task"]][r["variant"] if r["scheme"] == "none" else f"TextHide ({r['m']}, {r['k']})"] = r["score"]
     for task in sorted(curves):
@@ -33,7 +34,7 @@ def _rows(refs: dict[str, float], curves: dict[tuple[str, str], Curve]) -> tuple
     rows: list[list[object]] = [[name, "", *[score] * len(eps), ""] for name, score in sorted(refs.items())]
     for (mech, cal), c in curves.items():
         last = c[max(c)][1]
-        rows.append([mech, cal + (" (not DP)" if cal == "paper" else ""), *[c.get(e, (None,))[0] for e in eps], f"{last:.4g}"])
+        rows.append([mech, cal.replace("paper", "paper (not DP)"), *[c.get(e, (None,))[0] for e in eps], f"{last:.4g}"])
     return head, rows
 
 
@@ -58,7 +59,7 @@ def dp_utility(records: list[dict], ctx: Context) -> str | None:
         fig, ax = plt.subplots(figsize=(5.5, 3.2))
         for (mech, cal), c in curves.items():
             es = sorted(c)
-            ax.plot(es, [c[e][0] for e in es], marker="o", linestyle="-" if cal == "correct" else "--", label=f"{mech}, {cal}")
+            ax.plot(es, [c[e][0] for e in es], marker="o", linestyle="-" if cal.startswith("correct") else "--", label=f"{mech}, {cal}")
         for i, (name, score) in enumerate(sorted(refs.items())):
             ax.axhline(score, color=f"C{len(curves) + i}", linestyle=":", label=name)
         ax.set_xscale("log")
