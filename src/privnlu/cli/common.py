@@ -155,6 +155,9 @@ def run_spec(args: argparse.Namespace, **override) -> RunSpec:
         k = 4 if k is None else k
         if scheme == "dp":
             override.setdefault("dp", dp_settings(args))
+            if override["dp"].calibration == "paper":
+                say("WARNING: --dp-calibration paper is NOT a valid DP guarantee; the results JSON gives the epsilon "
+                    "this run really has")
     else:
         m, k = (0 if m is None else m), (1 if k is None else k)
     if args.lr is not None and not args.lr > 0:
