@@ -105,3 +105,16 @@ def test_clean_queries_are_clipped_and_masked_without_noise():
     q = hider.mask_only(x)
     mask = hider.pool.masks[0]
     assert torch.allclose(q, torch.nn.functional.normalize(x, dim=1) * 0.5 * mask, atol=1e-5)
+
+
+def test_accounting_tiny_noise_is_finite_and_fast():
+    """Paper calibration at huge epsilon gives tiny noise; the accountant must not exhaust memory or overflow."""
+    import time
+
+    from privnlu.mechanisms.dp import calibrate
+
+    t0 = time.time()
+    cal = calibrate("gaussian", epsilon=1e6, delta=1e-5, clip=1, dim=384, k=4, epochs=5, calibration="paper")
+    mid = calibrate("gaussian", epsilon=20, delta=1e-5, clip=1, dim=384, k=4, epochs=5, calibration="paper")
+    assert time.time() - t0 < 60
+    assert cal.epsilon > mid.epsilon > 20 and cal.epsilon < float("inf")

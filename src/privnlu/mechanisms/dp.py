@@ -173,9 +173,18 @@ def account(mechanism: EncodingMechanism, participations: int, delta: float) -> 
 
     require(participations >= 1, f"participations must be >= 1, not {participations}")
     require(0 < delta < 1, f"delta must be in (0, 1), not {delta}")
-    acc = PLDAccountant()
-    acc.compose(dp_accounting.SelfComposedDpEvent(mechanism.dp_event(), participations))
-    return float(acc.get_epsilon(delta))
+    # The privacy-loss range grows like 1/z^2 (Gaussian) or 1/z (Laplace); scale the discretisation with it so the
+    # PLD stays small (the estimate stays pessimistic, i.e. an upper bound) instead of exhausting memory at tiny z.
+    z = mechanism.noise_multiplier
+    event = dp_accounting.SelfComposedDpEvent(mechanism.dp_event(), participations)
+    try:
+        acc = PLDAccountant(value_discretization_interval=1e-3 * max(1.0, z ** -2 if mechanism.kind == "gaussian" else 1 / z))
+        acc.compose(event)
+        return float(acc.get_epsilon(delta))
+    except (OverflowError, MemoryError, ValueError):  # noise so small that the PLD cannot be built: RDP bound
+        rdp = dp_accounting.rdp.RdpAccountant()
+        rdp.compose(event)
+        return float(rdp.get_epsilon(delta))
 
 
 @dataclass(frozen=True)
