@@ -27,6 +27,7 @@ from ..training.trainer import evaluate
 from .config import FederatedConfig, client_pool_sizes
 from .data import cached_features, labels_tensor, load_dev, load_train
 from .model import build_model, load_config_encoder
+from .dp import DPFedSGD
 from .strategy import make_strategy
 from .wire import RecordingGrid, WireLog
 
@@ -78,6 +79,8 @@ def run_server(grid: Grid, cfg: FederatedConfig, *, out: Path | None, resume: bo
         tm = strategy.last_train_metrics
         if tm is not None and "train-loss" in tm:
             entry["train_loss"] = float(tm["train-loss"])
+        if isinstance(strategy, DPFedSGD):
+            entry["dp_epsilon"] = strategy.epsilon()
         if (cfg.eval_every and g % cfg.eval_every == 0) or g == cfg.rounds:
             entry["eval"] = evaluate(model.head, eval_sets(), task)
         em = strategy.last_eval_metrics
@@ -132,6 +135,9 @@ def run_server(grid: Grid, cfg: FederatedConfig, *, out: Path | None, resume: bo
         "history": history,
         "seconds": round(time.time() - t0, 2),
     }
+    if isinstance(strategy, DPFedSGD):
+        record["dp"] = strategy.report()
+        record["label"] += f"-dp{strategy.noise_multiplier:.3g}"
     if out is not None:
         write_json_atomic(out / RESULT, record)
     return record

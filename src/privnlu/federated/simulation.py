@@ -35,6 +35,19 @@ def preflight(cfg: FederatedConfig) -> None:
             cached_features(cfg, enc, ds)
 
 
+def run_inprocess(cfg: FederatedConfig, *, out: Path | None = None, resume: bool = False, wire: WireLog | None = None,
+                  round_timeout: float = 600.0, checked: bool = False) -> dict:
+    """Run ``cfg`` with the ServerApp loop and ``cfg.clients`` ClientApps in this process (no Ray):
+    the same server and client code, sequential clients; for long runs on few cores."""
+    from .inprocess import InProcessGrid
+    from .server import run_server
+
+    if not checked:
+        preflight(cfg)
+    grid = InProcessGrid(make_client_app(cfg), cfg.clients)
+    return run_server(grid, cfg, out=out, resume=resume, wire=wire, round_timeout=round_timeout)
+
+
 def run_simulation(cfg: FederatedConfig, *, out: Path | None = None, resume: bool = False, wire: WireLog | None = None,
                    client_mods: tuple = (), num_cpus: int | None = None, verbose: bool = False,
                    round_timeout: float = 600.0, checked: bool = False) -> dict:
