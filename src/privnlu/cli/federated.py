@@ -141,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
         f"{f', DP-FedSGD z = {cfg.dp_noise_multiplier:.4g}' if cfg.dp_clip else ''}; "
         f"{'in-process clients' if args.backend == 'inprocess' else 'starting Flower simulation'}")
     if args.backend == "inprocess":
-        rec = run_inprocess(cfg, out=out, resume=args.resume, wire=wire, round_timeout=args.round_timeout, checked=True)
+        rec = run_inprocess(cfg, out=out, resume=args.resume, wire=wire, round_timeout=args.round_timeout, checked=True,
+                            verbose=args.verbose)
     else:
         rec = run_simulation(cfg, out=out, resume=args.resume, wire=wire, round_timeout=args.round_timeout,
                              verbose=args.verbose, checked=True)
