@@ -159,7 +159,11 @@ def _restore(path: Path, cfg: FederatedConfig, model, strategy) -> tuple[int, li
         params = blob["params"]
     except Exception:
         raise PrivnluError(f"checkpoint {path} is corrupt; delete it to start over") from None
-    if blob.get("config") != _resume_key(cfg):
+    saved = blob.get("config")
+    if isinstance(saved, dict):  # a checkpoint from before a setting existed ran with that setting's default
+        defaults = _resume_key(FederatedConfig(task=cfg.task))
+        saved = {**{k: v for k, v in defaults.items() if k not in saved}, **saved}
+    if saved != _resume_key(cfg):
         raise PrivnluError(f"checkpoint {path} is from a run with other settings; delete it or use another --out")
     from .model import tensors_to_record
 
