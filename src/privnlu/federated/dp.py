@@ -112,6 +112,7 @@ class DPFedSGD(Strategy):
         self.rng = rng or SecretGenerator()
         self.releases = 0  # noisy gradients released so far (the accountant's count)
         self.last_norms: list[float] = []  # the clients' gradient norms before clipping, last round
+        self._epsilon_cache: tuple[int, float] = (0, 0.0)
 
     # -- what the server loop reads on its strategy (delegated) ---------------------------
     round_offset = property(lambda self: self.strategy.round_offset,
@@ -167,8 +168,10 @@ class DPFedSGD(Strategy):
         return self.strategy.arrays(), metrics
 
     def epsilon(self) -> float:
-        """Client-level epsilon spent so far, at ``delta``."""
-        return epsilon_spent(self.noise_multiplier, self.releases, self.delta)
+        """Client-level epsilon spent so far, at ``delta`` (cached per release count)."""
+        if self._epsilon_cache[0] != self.releases:
+            self._epsilon_cache = (self.releases, epsilon_spent(self.noise_multiplier, self.releases, self.delta))
+        return self._epsilon_cache[1]
 
     def report(self) -> dict:
         return {"unit": "client-level (add/remove one client's data), no sampling amplification claimed",
