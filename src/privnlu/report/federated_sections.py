@@ -78,8 +78,8 @@ def gradient_attack(records: list[dict], ctx: Context) -> str | None:
                             fontsize=8)
         ax.set_xticks(range(len(ks)), names)
         ax.set_yticks(range(len(dims)), [str(d) for d in dims])
-        ax.set_ylabel("representation dimension d")
         ax.set_title(title, fontsize=9)
+    axes[0].set_ylabel("representation dimension d")
     fig.colorbar(im, ax=list(axes))
     return html + ctx.figure(fig, "gradient_attack_heatmap", "heatmaps over d and k of gradient-matching attack success "
                              "(left, the paper's criterion) and of recovering the TextHide encoding (right)")
