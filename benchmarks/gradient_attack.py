@@ -5,6 +5,11 @@ the ratio of each to the baseline at the same d (the reference run, same process
 estimated wall time of the full Table 2 sweep (50 attacks per cell, k in {0, 1, 2, 4}).
 
     PYTHONPATH=src python benchmarks/gradient_attack.py [--reps 3] [--dims 4,16,64,256,1024]
+    PYTHONPATH=src python benchmarks/gradient_attack.py --compare-early-stop [--reps 2]
+
+``--compare-early-stop`` runs every trial twice, with and without the L-BFGS fixed-point stop,
+and reports whether the results are identical (MSE, success, encoding MSE, gradient distance;
+NaN == NaN) and the time ratio (the reference is the full 1,200-iteration run, same process).
 
 Uses the cached SST-2 MiniLM features when present, else random features of the same width.
 """
@@ -17,7 +22,9 @@ import time
 
 import torch
 
-from privnlu.attacks.gradient_matching import Trial, run_trial
+import math
+
+from privnlu.attacks.gradient_matching import GradientMatchingConfig, Trial, run_trial
 
 
 def load_features() -> tuple[torch.Tensor, torch.Tensor, str]:
@@ -36,9 +43,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--dims", default="4,16,64,256,1024")
+    ap.add_argument("--compare-early-stop", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(1)
     x, y, source = load_features()
+    if args.compare_early_stop:
+        compare_early_stop(x, y, [int(v) for v in args.dims.split(",")], args.reps, source)
+        return
     print(f"# one attack (1,200 L-BFGS iterations at most), 1 thread, {source}")
     print(f"{'d':>6} {'k':>3} {'median s':>9} {'max s':>7} {'x baseline':>10}")
     total = 0.0
@@ -55,6 +66,29 @@ def main() -> None:
             total += 50 * statistics.mean(times)
             print(f"{d:>6} {k:>3} {med:>9.2f} {max(times):>7.2f} {med / ref:>10.2f}", flush=True)
     print(f"# estimated full sweep (50 attacks x {len(args.dims.split(','))} d x 4 k): {total / 60:.0f} min on one thread")
+
+
+def same(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def compare_early_stop(x, y, dims, reps, source) -> None:
+    print(f"# early stop at the L-BFGS fixed point vs 1,200 iterations, 1 thread, {source}")
+    print(f"{'d':>6} {'k':>3} {'identical':>9} {'full s':>7} {'early s':>8} {'ratio':>6}")
+    n = ok = 0
+    tf = te = 0.0
+    for d in dims:
+        for k in (0, 1, 2, 4):
+            good, sf, se = 0, 0.0, 0.0
+            for r in range(reps):
+                tr = Trial(d, k, 53 * r + 11, 900 + r)
+                a = run_trial(x, y, tr, config=GradientMatchingConfig(stop_at_fixed_point=False))
+                b = run_trial(x, y, tr, config=GradientMatchingConfig())
+                good += all(same(a[f], b[f]) for f in ("mse", "encoding_mse", "grad_distance")) and a["success"] == b["success"]
+                sf, se = sf + a["seconds"], se + b["seconds"]
+            n, ok, tf, te = n + reps, ok + good, tf + sf, te + se
+            print(f"{d:>6} {k:>3} {good:>5}/{reps:<3} {sf:>7.1f} {se:>8.1f} {se / sf:>6.2f}", flush=True)
+    print(f"# identical in {ok} of {n} attacks; {tf:.1f} s -> {te:.1f} s ({tf / te:.2f}x faster)")
 
 
 if __name__ == "__main__":

@@ -1,58 +1,11 @@
-"""Test helpers for the federated tests: an in-process Grid and secret-leak detectors."""
+"""Test helpers for the federated tests: secret-leak detectors (and the in-process Grid, re-exported)."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
-from flwr.app import Context, Error, Message, RecordDict
-from flwr.serverapp import Grid
 
-
-class InProcessGrid(Grid):
-    """Calls a ClientApp directly, one Context per node (for logic tests; the real Flower
-    Simulation Runtime is exercised by the Ray-based test). A raising client becomes an
-    error reply, as in Flower's runtime."""
-
-    def __init__(self, client_app, clients: int, run_config: dict | None = None, alive=None) -> None:
-        self.app = client_app
-        self.alive = alive  # callable(node_id, round) -> bool: False = no reply (dropped)
-        self.contexts = {
-            100 + i: Context(run_id=1, node_id=100 + i, node_config={"partition-id": i, "num-partitions": clients},
-                             state=RecordDict(), run_config=dict(run_config or {}))
-            for i in range(clients)
-        }
-
-    def set_run(self, run) -> None:
-        pass
-
-    @property
-    def run(self):
-        return None
-
-    def create_message(self, content, message_type, dst_node_id, group_id, ttl=None):
-        return Message(content=content, message_type=message_type, dst_node_id=dst_node_id, group_id=group_id)
-
-    def get_node_ids(self):
-        return list(self.contexts)
-
-    def push_messages(self, messages):
-        raise NotImplementedError
-
-    def pull_messages(self, message_ids):
-        raise NotImplementedError
-
-    def send_and_receive(self, messages, *, timeout=None):
-        replies = []
-        for msg in messages:
-            nid = msg.metadata.dst_node_id
-            rnd = int(msg.content["config"]["server-round"])
-            if self.alive is not None and not self.alive(nid, rnd):
-                continue
-            try:
-                replies.append(self.app(msg, self.contexts[nid]))
-            except Exception as exc:  # noqa: BLE001 - mimic Flower's runtime
-                replies.append(Message(Error(code=0, reason=f"{type(exc).__name__}: {exc}"), reply_to=msg))
-        return replies
+from privnlu.federated.inprocess import InProcessGrid, ensure_task_identity  # noqa: F401 - re-exported for the tests
 
 
 def max_abs_cosine(arrays: list[np.ndarray], secrets: torch.Tensor) -> float:
@@ -74,15 +27,3 @@ def max_abs_cosine(arrays: list[np.ndarray], secrets: torch.Tensor) -> float:
             if ok.any():
                 best = max(best, float((v[ok] @ s.T).abs().max()))
     return best
-
-
-def ensure_task_identity() -> None:
-    """Flower stamps new messages with the running task's ids; outside a Flower runtime
-    (direct strategy/ClientApp tests) give them placeholder values."""
-    from flwr.supercore.task_identity import TaskIdentity
-
-    for name in ("run_id", "node_id", "task_id"):
-        try:
-            getattr(TaskIdentity, name)
-        except RuntimeError:
-            setattr(TaskIdentity, name, 1)

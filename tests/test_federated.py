@@ -325,3 +325,25 @@ def test_joint_mode_sends_encoder_gradients_and_updates_the_encoder(tiny_model, 
     name = next(n for n in sent[0]["arrays"]["arrays"] if n.startswith("encoder.model.encoder.layer.0") and n.endswith("weight"))
     assert not np.allclose(sent[0]["arrays"]["arrays"][name], sent[1]["arrays"]["arrays"][name])  # W_1 != W_2
     assert rec["mode"] == "joint" and [h["round"] for h in rec["history"]] == [1, 2]
+
+
+def test_cli_inprocess_backend_runs_and_resumes_an_older_checkpoint(tiny_model, tmp_path, capsys):
+    """`--backend inprocess` runs the ServerApp loop with in-process ClientApps; a checkpoint written before a
+    setting existed (here: abs_input, dp_*) resumes as a run with that setting's default."""
+    from privnlu.cli.main import main
+    from privnlu.io import read_json
+
+    out = tmp_path / "run"
+    args = ["federated", "--task", "tweets", "--model", str(tiny_model), "--clients", "2", "--m", "4", "--k", "2",
+            "--batch-size", "8", "--train-limit", "40", "--dev-limit", "20", "--cache-dir", str(tmp_path / "c"),
+            "--seed", "1", "--backend", "inprocess", "--checkpoint-every", "1", "--out", str(out)]
+    assert main([*args, "--rounds", "2"]) == 0
+    assert [h["round"] for h in read_json(out / "result.json")["history"]] == [1, 2]
+    ckpt = torch.load(out / "checkpoint.pt", weights_only=False)
+    for key in ("abs_input", "dp_clip", "dp_noise", "dp_epsilon", "dp_delta"):
+        del ckpt["config"][key]
+    torch.save(ckpt, out / "checkpoint.pt")
+    assert main([*args, "--rounds", "3", "--resume"]) == 0
+    assert [h["round"] for h in read_json(out / "result.json")["history"]] == [1, 2, 3]
+    assert main([*args, "--rounds", "4", "--resume", "--abs-input"]) == 2
+    assert "other settings" in capsys.readouterr().err

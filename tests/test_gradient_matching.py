@@ -9,7 +9,7 @@ import torch
 
 from federated_helpers import InProcessGrid, ensure_task_identity
 from privnlu.attacks.gradient_matching import (
-    GradientMatchingAttack, GradientMatchingConfig, Trial, attack_capture, run_trial, score, summarize,
+    GradientMatchingAttack, GradientMatchingConfig, Trial, attack_capture, plan, run_trial, score, summarize, sweep,
 )
 from privnlu.federated import FederatedConfig, WireLog
 from privnlu.federated.client import make_client_app
@@ -25,7 +25,8 @@ def features(n=64, dim=32, seed=0):
 
 def test_attacker_is_given_only_the_model_gradient_and_label():
     assert list(inspect.signature(GradientMatchingAttack.__init__).parameters) == ["self", "head", "config", "regression"]
-    assert list(inspect.signature(GradientMatchingAttack.run).parameters) == ["self", "gradient", "label", "dim", "masked"]
+    assert list(inspect.signature(GradientMatchingAttack.run).parameters) == ["self", "gradient", "label", "dim", "masked",
+                                                                             "on_step"]
 
 
 def test_attack_recovers_an_undefended_input():
@@ -40,6 +41,32 @@ def test_attack_fails_against_texthide(k):
     x, y = features()
     row = run_trial(x, y, Trial(dim=16, k=k, index=3, seed=5))
     assert not row["success"] and row["mse"] > 1e-2, row
+
+
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_stopping_at_the_lbfgs_fixed_point_changes_nothing(k):
+    """The early stop (two whole L-BFGS steps that leave x', s' bitwise unchanged) returns bit for bit what
+    the full 1,200 iterations return, in fewer iterations."""
+    x, y = features()
+    tr = Trial(dim=16, k=k, index=7, seed=11)
+    full = run_trial(x, y, tr, config=GradientMatchingConfig(stop_at_fixed_point=False))
+    early = run_trial(x, y, tr, config=GradientMatchingConfig())
+    for key in ("mse", "success", "encoding_mse", "abs_mse", "grad_distance"):
+        assert early[key] == full[key], (key, early, full)
+    assert early["iterations"] < full["iterations"] == 1200
+
+
+def test_a_resumed_sweep_attacks_the_same_examples():
+    x, y = features()
+    cfg = GradientMatchingConfig(iterations=40)
+    kw = dict(dims=[4, 8], ks=[0, 1], trials=2, seed=3, config=cfg)
+    full = sweep(x, y, **kw)
+    rest = sweep(x, y, **kw, skip={(4, 0), (4, 1)})
+    def strip(rows):
+        return [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
+
+    assert strip(r for r in full if r["d"] == 8) == strip(rest) and len(rest) == 4
+    assert plan(64, dims=[4, 8], ks=[0, 1], trials=2, seed=3) == plan(64, dims=[4, 8], ks=[0, 1], trials=2, seed=3)
 
 
 def test_summary_and_score():

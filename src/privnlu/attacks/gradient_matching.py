@@ -48,6 +48,7 @@ class GradientMatchingConfig:
     lr: float = 1.0
     success_mse: float = 1e-3
     tolerance: float = 1e-12  # stop once the gradient distance is this small
+    stop_at_fixed_point: bool = True  # stop once L-BFGS no longer moves (x', s') at all: same result, less time
     seed: int = 0  # the attacker's own initialisation (not a defender secret)
 
     def __post_init__(self) -> None:
@@ -85,8 +86,11 @@ class GradientMatchingAttack:
         self.regression = regression
         self.head.eval()  # the attacker evaluates the shared model deterministically (no dropout)
 
-    def run(self, gradient: dict[str, torch.Tensor], label: torch.Tensor, *, dim: int, masked: bool) -> AttackOutput:
-        """Recover a batch-size-1 input of width ``dim`` from ``gradient`` given ``label`` (1, c)."""
+    def run(self, gradient: dict[str, torch.Tensor], label: torch.Tensor, *, dim: int, masked: bool,
+            on_step=None) -> AttackOutput:
+        """Recover a batch-size-1 input of width ``dim`` from ``gradient`` given ``label`` (1, c).
+
+        ``on_step(iterations, distance, x, s)`` (optional) is called after every L-BFGS step."""
         cfg = self.config
         params = {n: p for n, p in self.head.named_parameters() if p.requires_grad}
         if set(gradient) != set(params):
@@ -113,13 +117,24 @@ class GradientMatchingAttack:
 
         t0 = time.perf_counter()
         steps = math.ceil(cfg.iterations / cfg.max_iter)
-        done = 0
+        done, still = 0, 0
+        before = [v.detach().clone() for v in variables]
         for _ in range(steps):
             opt.step(closure)
             done += cfg.max_iter
             cur = float(distance().detach())
+            if on_step is not None:
+                on_step(done, cur, x.detach()[0].clone(), None if s is None else s.detach()[0].clone())
             if not math.isfinite(cur) or cur < cfg.tolerance:
                 break
+            # Fixed point: a whole L-BFGS step that leaves every variable bitwise unchanged also adds
+            # no curvature pair (y = 0), so every later step replays it exactly. Two such steps in a
+            # row => the remaining iterations cannot change the result (tested bit for bit).
+            after = [v.detach() for v in variables]
+            still = still + 1 if all(torch.equal(a, b) for a, b in zip(after, before)) else 0
+            if cfg.stop_at_fixed_point and still >= 2:
+                break
+            before = [a.clone() for a in after]
         final = float(distance().detach())
         return AttackOutput(x.detach()[0], None if s is None else s.detach()[0], final, min(done, cfg.iterations),
                             time.perf_counter() - t0)
@@ -193,21 +208,35 @@ def run_trial(features: torch.Tensor, labels: torch.Tensor, trial: Trial, *, num
     return {"d": trial.dim, "k": trial.k, "index": trial.index, "seed": trial.seed, "mse": mse, "success": ok,
             "encoding_mse": enc_mse, "encoding_recovered": enc_mse <= cfg.success_mse,
             "abs_mse": abs_mse, "abs_recovered": abs_mse <= cfg.success_mse,
-            "grad_distance": out.grad_distance, "seconds": round(out.seconds, 3)}
+            "grad_distance": out.grad_distance, "iterations": out.iterations, "seconds": round(out.seconds, 3)}
+
+
+def plan(features_count: int, *, dims: list[int], ks: list[int], trials: int, seed: int = 0) -> list[Trial]:
+    """The sweep's trials, in order (d outer, k, trial): fixed by (dims, ks, trials, seed), so a resumed
+    sweep attacks exactly the examples an uninterrupted one would."""
+    gen = torch.Generator().manual_seed(seed)
+    out: list[Trial] = []
+    for d in dims:
+        for k in ks:
+            for _ in range(trials):
+                i = int(torch.randint(0, features_count, (1,), generator=gen))
+                out.append(Trial(d, k, i, seed * 1_000_003 + len(out)))
+    return out
 
 
 def sweep(features: torch.Tensor, labels: torch.Tensor, *, dims: list[int], ks: list[int], trials: int,
-          seed: int = 0, config: GradientMatchingConfig | None = None, progress=None) -> list[dict]:
-    """``trials`` independent attacks per (d, k); ``k = 0`` is the no-TextHide baseline. Batch size 1, m = 1."""
-    gen = torch.Generator().manual_seed(seed)
+          seed: int = 0, config: GradientMatchingConfig | None = None, progress=None,
+          skip: set[tuple[int, int]] = frozenset()) -> list[dict]:  # type: ignore[assignment]
+    """``trials`` independent attacks per (d, k); ``k = 0`` is the no-TextHide baseline. Batch size 1, m = 1.
+
+    Cells ``(d, k)`` in ``skip`` (already finished in an earlier, interrupted sweep) are not re-run."""
     rows = []
-    for d in dims:
-        for k in ks:
-            for t in range(trials):
-                i = int(torch.randint(0, features.shape[0], (1,), generator=gen))
-                rows.append(run_trial(features, labels, Trial(d, k, i, seed * 1_000_003 + len(rows)), config=config))
-                if progress is not None:
-                    progress(rows[-1])
+    for t in plan(features.shape[0], dims=dims, ks=ks, trials=trials, seed=seed):
+        if (t.dim, t.k) in skip:
+            continue
+        rows.append(run_trial(features, labels, t, config=config))
+        if progress is not None:
+            progress(rows[-1])
     return rows
 
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import PrivnluError
-from .common import m_value, positive_int, say, warn_seed
+from .common import add_data_args, add_model_args, m_value, positive_int, say, warn_seed
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,15 +15,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Federated TextHide (Huang et al. 2020, Algorithm 2) on Flower. By default runs Flower's "
                     "in-process Simulation Runtime with --clients virtual clients; with --deploy, submits the "
                     "same apps to a running SuperLink (`flwr run`). Writes <out>/result.json (kind 'federated').")
-    g = p.add_argument_group("data and encoder")
-    g.add_argument("--task", required=True, help="task name (see `privnlu tasks`), e.g. sst2, tweets")
-    g.add_argument("--data-dir", default="", help="GLUE data folder")
-    g.add_argument("--train-limit", type=positive_int, default=0, help="use only the first N training examples")
-    g.add_argument("--dev-limit", type=positive_int, default=0, help="use only the first N dev examples")
-    g.add_argument("--model", default="", help="local Hugging Face model folder (default: packaged MiniLM)")
-    g.add_argument("--pooling", default="cls", choices=["cls", "pooler", "mean"])
-    g.add_argument("--max-length", type=positive_int, default=128)
-    g.add_argument("--cache-dir", default="", help="feature cache folder")
+    add_data_args(p)
+    add_model_args(p)
+    # Flower run configs carry scalars only: keep non-None defaults for what the clients read
+    p.set_defaults(data_dir="", train_limit=0, dev_limit=0, model="", cache_dir="")
     g = p.add_argument_group("federation")
     g.add_argument("--clients", type=int, default=4, help="number of clients (default: 4)")
     g.add_argument("--rounds", type=int, default=50, help="federated rounds (default: 50)")
@@ -34,6 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--min-clients", type=int, default=0,
                    help="Flower's minimum available clients before a round starts (default: all)")
     g.add_argument("--round-timeout", type=float, default=600.0, help="seconds to wait for replies each round")
+    g.add_argument("--backend", default="ray", choices=["ray", "inprocess"],
+                   help="ray (default): Flower's Simulation Runtime, one Ray actor per client; inprocess: the same "
+                        "ServerApp loop and ClientApps called in this process, no Ray (lighter, for long runs on "
+                        "few cores)")
     g = p.add_argument_group("TextHide")
     g.add_argument("--scheme", default="texthide", choices=["none", "texthide"])
     g.add_argument("--m", type=m_value, default=None, help="total pool size, split over the clients (default: 256)")
@@ -47,12 +46,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--encoder-lr", type=float, default=2e-5)
     g.add_argument("--hidden", default="", help="head hidden sizes, e.g. 384,384,384 (default: d,d,d)")
     g.add_argument("--dropout", type=float, default=0.1)
+    g.add_argument("--abs-input", action="store_true",
+                   help="the head sees |x| (mask-invariant: needs no key, which shows how little the masks hide)")
     g.add_argument("--eval-every", type=int, default=1, help="evaluate the global model every N rounds")
     g.add_argument("--eval-mask", default="pool", choices=["none", "pool"],
                    help="pool (default): clients also score the global model on their dev shard masked with their own "
                         "pool (federated evaluation); none: only the server's unmasked dev score")
     g.add_argument("--checkpoint-every", type=int, default=0, help="checkpoint every N rounds (always at the end)")
     g.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes every client's secrets reproducible")
+    g = p.add_argument_group("differential privacy (client-level DP-FedSGD, see docs/federated.md)")
+    g.add_argument("--dp-clip", type=float, default=0.0, metavar="C",
+                   help="clip each client's gradient to L2 norm C on the server and add Gaussian noise (fedsgd only)")
+    g.add_argument("--dp-noise-multiplier", type=float, default=0.0, metavar="Z", help="noise std = Z * C on the sum")
+    g.add_argument("--dp-epsilon", type=float, default=0.0,
+                   help="instead of --dp-noise-multiplier: calibrate Z so that all --rounds are (epsilon, delta)-DP")
+    g.add_argument("--dp-delta", type=float, default=1e-5, help="delta of the DP guarantee (default: 1e-5)")
     g = p.add_argument_group("output")
     g.add_argument("--out", help="run folder (default: runs/federated/<label>)")
     g.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint")
@@ -86,12 +94,29 @@ def config_from_args(args: argparse.Namespace):
         hidden=args.hidden, dropout=args.dropout, train_limit=args.train_limit, dev_limit=args.dev_limit,
         data_dir=args.data_dir, cache_dir=args.cache_dir, fraction_train=args.fraction_train,
         min_clients=args.min_clients, eval_every=args.eval_every, eval_mask=args.eval_mask, checkpoint_every=args.checkpoint_every,
-        seed=-1 if args.seed is None else args.seed,
+        seed=-1 if args.seed is None else args.seed, abs_input=args.abs_input, dp_clip=args.dp_clip,
+        dp_noise=args.dp_noise_multiplier, dp_epsilon=args.dp_epsilon, dp_delta=args.dp_delta,
     )
+
+
+UNSUPPORTED = {"train_file": "--train-file/--dev-file (clients load the task by name; register a task instead)",
+               "bf16": "--bf16", "refresh_cache": "--refresh-cache"}
+
+
+def check_supported(args: argparse.Namespace) -> None:
+    """The shared data/encoder options privnlu federated does not take: one line, exit 2."""
+    for name, flag in UNSUPPORTED.items():
+        if getattr(args, name, None):
+            raise PrivnluError(f"privnlu federated does not support {flag}")
+    if getattr(args, "dev_file", None) or getattr(args, "regression", False):
+        raise PrivnluError("privnlu federated does not support --dev-file/--regression (it runs registered tasks)")
+    if getattr(args, "device", "cpu") != "cpu":
+        raise PrivnluError("privnlu federated runs its clients on the CPU; drop --device")
 
 
 def run(args: argparse.Namespace) -> int:
     warn_seed(args)
+    check_supported(args)
     if args.deploy and not args.superlink:
         raise PrivnluError("--deploy needs the SuperLink address: --superlink HOST:PORT (its Control API, e.g. 127.0.0.1:9093)")
     if args.superlink and not args.deploy:
@@ -106,17 +131,24 @@ def run(args: argparse.Namespace) -> int:
 
         return deploy(cfg, out=out, superlink=args.superlink, app_dir=Path(args.app_dir) if args.app_dir else None,
                       resume=args.resume, record_wire=args.record_wire, round_timeout=args.round_timeout)
-    from ..federated.simulation import preflight, run_simulation
+    from ..federated.simulation import preflight, run_inprocess, run_simulation
     from ..federated.wire import WireLog
 
     preflight(cfg)
     wire = WireLog(args.record_wire) if args.record_wire else None
     say(f"privnlu federated: {cfg.clients} clients, {cfg.rounds} rounds, {cfg.algorithm}, "
-        f"{'no TextHide' if cfg.scheme == 'none' else f'(m, k) = ({cfg.m}, {cfg.k})'}; starting Flower's simulation")
-    rec = run_simulation(cfg, out=out, resume=args.resume, wire=wire, round_timeout=args.round_timeout,
-                         verbose=args.verbose, checked=True)
+        f"{'no TextHide' if cfg.scheme == 'none' else f'(m, k) = ({cfg.m}, {cfg.k})'}"
+        f"{f', DP-FedSGD z = {cfg.dp_noise_multiplier:.4g}' if cfg.dp_clip else ''}; "
+        f"{'in-process clients' if args.backend == 'inprocess' else 'starting Flower simulation'}")
+    if args.backend == "inprocess":
+        rec = run_inprocess(cfg, out=out, resume=args.resume, wire=wire, round_timeout=args.round_timeout, checked=True,
+                            verbose=args.verbose)
+    else:
+        rec = run_simulation(cfg, out=out, resume=args.resume, wire=wire, round_timeout=args.round_timeout,
+                             verbose=args.verbose, checked=True)
     split = next(iter(rec["eval"]))
     say(f"{rec['label']}: {rec['metric']} score {rec['score']:.2f} on {split} ({rec['score_source']}) after "
         f"{cfg.rounds} rounds (best {rec['best_score']:.2f}; server, unmasked: {rec['server_score']:.2f}); "
-        f"results in {out / 'result.json'}")
+        f"results in {out / 'result.json'}"
+        + (f"; client-level ({rec['dp']['epsilon']:.3g}, {rec['dp']['delta']:g})-DP" if "dp" in rec else ""))
     return 0

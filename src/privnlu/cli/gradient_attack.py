@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--truth", metavar="RUN_DIR",
                    help="with --wire: score the recovery against the training representations of that federated run "
                         "(evaluation only: the attacker never reads them)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue an interrupted sweep from --out: finished (d, k) cells are kept, not re-run")
     p.add_argument("--out", help="results JSON (default: runs/attacks/gradient_matching.json)")
     p.set_defaults(func=run)
 
@@ -71,7 +73,10 @@ def run(args: argparse.Namespace) -> int:
     train = task.load("train", args.data_dir)
     feats = FeatureCache(args.cache_dir).get(load_encoder(), train, progress=False)
 
-    done: list[dict] = []
+    done: list[dict] = _finished_cells(out, args, cfg, task.name) if args.resume else []
+    skip = {(r["d"], r["k"]) for r in done}
+    if skip:
+        say(f"resuming {out}: {len(skip)} finished (d, k) cells kept")
 
     def record(rows: list[dict], complete: bool) -> dict:
         return {"kind": "gradient_attack", "source": "sweep", "complete": complete, "task": task.name,
@@ -85,12 +90,34 @@ def run(args: argparse.Namespace) -> int:
         if len(done) % args.trials == 0:  # a finished (d, k) cell: keep partial results if interrupted
             write_json_atomic(out, record(done, complete=False))
 
-    rows = sweep(feats.features, feats.labels, dims=args.dims, ks=args.ks, trials=args.trials, seed=args.seed,
-                 config=cfg, progress=progress)
-    rec = record(rows, complete=True)
+    sweep(feats.features, feats.labels, dims=args.dims, ks=args.ks, trials=args.trials, seed=args.seed,
+          config=cfg, progress=progress, skip=skip)
+    rec = record(done, complete=True)
     write_json_atomic(out, rec)
     say(f"success rates {rec['summary']}; results in {out}")
     return 0
+
+
+def _finished_cells(out: Path, args: argparse.Namespace, cfg, task_name: str) -> list[dict]:
+    """Rows of the (d, k) cells an earlier run of the same sweep finished (all ``--trials`` attacks)."""
+    from ..io import read_json
+
+    if not out.exists():
+        return []
+    try:
+        old = read_json(out)
+        same = (old["kind"], old["source"], old["task"], old["dims"], old["ks"], old["trials"], old["config"]["seed"],
+                old["config"]["iterations"]) == ("gradient_attack", "sweep", task_name, args.dims, args.ks, args.trials,
+                                                 cfg.seed, cfg.iterations)
+        rows = old["rows"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise PrivnluError(f"--resume: {out} is not a gradient-attack sweep result") from None
+    if not same:
+        raise PrivnluError(f"--resume: {out} was written with other settings (task, dims, ks, trials, seed, iterations)")
+    count: dict[tuple[int, int], int] = {}
+    for r in rows:
+        count[(r["d"], r["k"])] = count.get((r["d"], r["k"]), 0) + 1
+    return [r for r in rows if count[(r["d"], r["k"])] == args.trials]
 
 
 def _score_against_run(run_dir: Path, recovered) -> tuple[float, bool]:

@@ -49,6 +49,7 @@ class FederatedConfig:
     max_length: int = 128
     hidden: str = ""  # "" = (d, d, d)
     dropout: float = 0.1
+    abs_input: bool = False  # the head sees |x| (mask-invariant: needs no key; see privnlu train --abs-input)
     train_limit: int = 0  # 0 = all
     dev_limit: int = 0
     data_dir: str = ""
@@ -59,6 +60,10 @@ class FederatedConfig:
     eval_mask: str = "pool"  # clients also score the model on their dev shard masked with their own pool
     checkpoint_every: int = 0  # 0 = only at the end
     seed: int = -1  # -1 = secure randomness; >= 0 EXPERIMENTS ONLY
+    dp_clip: float = 0.0  # > 0: client-level DP-FedSGD (see federated/dp.py), clip each client's gradient to this L2 norm
+    dp_noise: float = 0.0  # the noise multiplier z (or give dp_epsilon to calibrate it for the run's rounds)
+    dp_epsilon: float = 0.0
+    dp_delta: float = 1e-5
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "m", m_label(parse_m(self.m)))
@@ -98,7 +103,35 @@ class FederatedConfig:
         if not 0 <= self.dropout < 1:
             raise PrivnluError(f"dropout must be in [0, 1), not {self.dropout}")
         hidden_sizes(self.hidden)
+        self._check_dp()
         client_pool_sizes(self.m, self.clients, self.pool_sizes)
+
+    def _check_dp(self) -> None:
+        if not self.dp_clip:
+            if self.dp_noise or self.dp_epsilon:
+                raise PrivnluError("--dp-noise-multiplier / --dp-epsilon need --dp-clip (the clipping norm C)")
+            return
+        if self.algorithm != "fedsgd":
+            raise PrivnluError("gradient-space DP (--dp-clip) needs --algorithm fedsgd (clients send gradients)")
+        if bool(self.dp_noise) == bool(self.dp_epsilon):
+            raise PrivnluError("with --dp-clip give exactly one of --dp-noise-multiplier or --dp-epsilon")
+        from .dp import check_dp_settings
+
+        check_dp_settings(clipping_norm=self.dp_clip, noise_multiplier=self.dp_noise_multiplier, delta=self.dp_delta)
+
+    @property
+    def dp_noise_multiplier(self) -> float:
+        """``z``: as given, or calibrated so that all ``rounds`` releases are (dp_epsilon, dp_delta)-DP."""
+        if self.dp_noise or not self.dp_epsilon:
+            return self.dp_noise
+        from .dp import noise_multiplier_for
+
+        return noise_multiplier_for(self.dp_epsilon, self.dp_delta, self.rounds)
+
+    @property
+    def sampled_clients(self) -> int:
+        """Clients Flower's FedAvg sampling asks each round: ``max(int(clients * fraction_train), 1)``."""
+        return max(int(self.clients * self.fraction_train), 1)
 
     # -- Flower run_config round trip --------------------------------------
     def to_run_config(self) -> dict[str, str | int | float | bool]:

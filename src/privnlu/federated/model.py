@@ -60,7 +60,11 @@ def build_model(cfg: FederatedConfig, encoder: SentenceEncoder, *, init_seed: in
     task = get_task(cfg.task)
     if init_seed is not None:
         torch.manual_seed(init_seed)
-    head = MLPHead(encoder.dim, num_outputs(task), hidden_sizes(cfg.hidden), cfg.dropout)
+    head: nn.Module = MLPHead(encoder.dim, num_outputs(task), hidden_sizes(cfg.hidden), cfg.dropout)
+    if cfg.abs_input:
+        from ..models.heads import AbsInput
+
+        head = AbsInput(head)
     return FederatedModel(task, head, encoder if cfg.mode == "joint" else None)
 
 

@@ -27,6 +27,7 @@ from ..training.trainer import evaluate
 from .config import FederatedConfig, client_pool_sizes
 from .data import cached_features, labels_tensor, load_dev, load_train
 from .model import build_model, load_config_encoder
+from .dp import DPFedSGD
 from .strategy import make_strategy
 from .wire import RecordingGrid, WireLog
 
@@ -80,6 +81,8 @@ def run_server(grid: Grid, cfg: FederatedConfig, *, out: Path | None, resume: bo
             entry["train_loss"] = float(tm["train-loss"])
         if (cfg.eval_every and g % cfg.eval_every == 0) or g == cfg.rounds:
             entry["eval"] = evaluate(model.head, eval_sets(), task)
+            if isinstance(strategy, DPFedSGD):  # the PLD accountant takes seconds: only at evaluations
+                entry["dp_epsilon"] = strategy.epsilon()
         em = strategy.last_eval_metrics
         if em is not None and "score" in em:
             entry["client_eval_score"] = float(em["score"])
@@ -132,6 +135,9 @@ def run_server(grid: Grid, cfg: FederatedConfig, *, out: Path | None, resume: bo
         "history": history,
         "seconds": round(time.time() - t0, 2),
     }
+    if isinstance(strategy, DPFedSGD):
+        record["dp"] = strategy.report()
+        record["label"] += f"-dp{strategy.noise_multiplier:.3g}"
     if out is not None:
         write_json_atomic(out / RESULT, record)
     return record
@@ -153,7 +159,11 @@ def _restore(path: Path, cfg: FederatedConfig, model, strategy) -> tuple[int, li
         params = blob["params"]
     except Exception:
         raise PrivnluError(f"checkpoint {path} is corrupt; delete it to start over") from None
-    if blob.get("config") != _resume_key(cfg):
+    saved = blob.get("config")
+    if isinstance(saved, dict):  # a checkpoint from before a setting existed ran with that setting's default
+        defaults = _resume_key(FederatedConfig(task=cfg.task))
+        saved = {**{k: v for k, v in defaults.items() if k not in saved}, **saved}
+    if saved != _resume_key(cfg):
         raise PrivnluError(f"checkpoint {path} is from a run with other settings; delete it or use another --out")
     from .model import tensors_to_record
 

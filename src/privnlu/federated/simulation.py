@@ -8,6 +8,7 @@ checked up front so a bad run fails in one line before Ray starts.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from pathlib import Path
@@ -35,6 +36,33 @@ def preflight(cfg: FederatedConfig) -> None:
             cached_features(cfg, enc, ds)
 
 
+@contextlib.contextmanager
+def flower_log(verbose: bool):
+    """Flower's INFO log only with ``verbose``."""
+    logger = logging.getLogger("flwr")
+    old = logger.level
+    if not verbose:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(old)
+
+
+def run_inprocess(cfg: FederatedConfig, *, out: Path | None = None, resume: bool = False, wire: WireLog | None = None,
+                  round_timeout: float = 600.0, checked: bool = False, verbose: bool = False) -> dict:
+    """Run ``cfg`` with the ServerApp loop and ``cfg.clients`` ClientApps in this process (no Ray):
+    the same server and client code, sequential clients; for long runs on few cores."""
+    from .inprocess import InProcessGrid
+    from .server import run_server
+
+    if not checked:
+        preflight(cfg)
+    grid = InProcessGrid(make_client_app(cfg), cfg.clients)
+    with flower_log(verbose):
+        return run_server(grid, cfg, out=out, resume=resume, wire=wire, round_timeout=round_timeout)
+
+
 def run_simulation(cfg: FederatedConfig, *, out: Path | None = None, resume: bool = False, wire: WireLog | None = None,
                    client_mods: tuple = (), num_cpus: int | None = None, verbose: bool = False,
                    round_timeout: float = 600.0, checked: bool = False) -> dict:
@@ -48,17 +76,14 @@ def run_simulation(cfg: FederatedConfig, *, out: Path | None = None, resume: boo
     server = make_server_app(cfg, out=out, resume=resume, wire=wire, results=results, round_timeout=round_timeout)
     client = make_client_app(cfg, mods=client_mods)
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
-    flwr_logger = logging.getLogger("flwr")
-    old = flwr_logger.level
-    if not verbose:
-        flwr_logger.setLevel(logging.WARNING)
     try:
-        flwr_run_simulation(
-            server_app=server, client_app=client, num_supernodes=cfg.clients,
-            backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
-                            "init_args": {"num_cpus": cpus, "num_gpus": 0, "include_dashboard": False,
-                                          "logging_level": "error", "log_to_driver": verbose}},
-        )
+        with flower_log(verbose):
+            flwr_run_simulation(
+                server_app=server, client_app=client, num_supernodes=cfg.clients,
+                backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
+                                "init_args": {"num_cpus": cpus, "num_gpus": 0, "include_dashboard": False,
+                                              "logging_level": "error", "log_to_driver": verbose}},
+            )
     except PrivnluError:
         raise
     except Exception as exc:  # Ray failing to start on an overloaded machine, a crashed ServerApp, ...
@@ -69,8 +94,6 @@ def run_simulation(cfg: FederatedConfig, *, out: Path | None = None, resume: boo
             root = root.__cause__
         first = str(root).strip().splitlines()[0] if str(root).strip() else type(root).__name__
         raise PrivnluError(f"Flower's simulation failed: {first} (rerun with --verbose for Flower's traceback)") from None
-    finally:
-        flwr_logger.setLevel(old)
     if not results:
         raise PrivnluError("the federated run ended without a result (see the Flower log above)")
     return results[0]

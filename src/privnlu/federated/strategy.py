@@ -13,8 +13,8 @@ then takes one optimizer step ``W_{t+1} = opt(W_t, g_t)`` (Adam by default; SGD
 gives the paper's ``W_{t+1} = W_t - eta g_t``) and sends ``W_{t+1}`` next round.
 
 The FedAvg option is Flower's FedAvg itself, with clients taking several local
-steps. Extras (differential privacy, robust aggregation, ...) wrap either
-strategy in Flower's usual way; both are ordinary ``Strategy`` objects.
+steps. Extras wrap either strategy in Flower's usual way (both are ordinary
+``Strategy`` objects); client-level DP for FedSGD is :class:`~.dp.DPFedSGD`.
 Failed replies (a crashed client) are dropped by FedAvg's reply checks and the
 round goes on with the rest.
 """
@@ -140,4 +140,12 @@ def make_strategy(cfg: FederatedConfig, initial: dict[str, torch.Tensor]) -> Res
     else:
         strategy = FedAvgTextHide(**common)
     strategy.eval_every, strategy.total_rounds = cfg.eval_every, cfg.rounds
+    if cfg.dp_clip:
+        from ..rng import SecretGenerator
+        from .dp import DPFedSGD
+
+        seed = cfg.experiment_seed
+        rng = SecretGenerator(None if seed is None else seed * 7919 + 104_729, warn=False)
+        return DPFedSGD(strategy, noise_multiplier=cfg.dp_noise_multiplier, clipping_norm=cfg.dp_clip,  # type: ignore[arg-type]
+                        num_sampled_clients=cfg.sampled_clients, delta=cfg.dp_delta, rng=rng)
     return strategy

@@ -11,14 +11,21 @@ def federated(records: list[dict], ctx: Context) -> str | None:
     runs = [r for r in records if r.get("kind") == "federated"]
     if not runs:
         return None
-    central = {(r["task"], str(r["m"]), int(r["k"])): r for r in records if r.get("kind") == "train"}
+    def key(r: dict, abs_input: bool) -> tuple:
+        return r["task"], str(r["m"]), int(r["k"]), bool(abs_input)
+
+    central = {key(r, r.get("spec", {}).get("train", {}).get("abs_input", False)): r
+               for r in records if r.get("kind") == "train"}
     rows = []
     for r in runs:
-        c = central.get((r["task"], str(r["m"]), int(r["k"])))
+        abs_in = bool(r.get("config", {}).get("abs_input", False))
+        c = central.get(key(r, abs_in))
+        dp = r.get("dp")
         rows.append([r["label"], r["algorithm"], r["mode"], r["clients"], r["rounds"], f"({r['m']}, {r['k']})",
+                     "|x|" if abs_in else "x", f"({dp['epsilon']:.3g}, {dp['delta']:g})" if dp else None,
                      r["score"], r["best_score"], c["score"] if c else None, r["seconds"]])
-    html = table(["run", "algorithm", "mode", "clients", "rounds", "(m, k)", "final score", "best round",
-                  "centralized (same m, k)", "seconds"], rows)
+    html = table(["run", "algorithm", "mode", "clients", "rounds", "(m, k)", "head input", "client-level DP",
+                  "final score", "best round", "centralized (same m, k, head input)", "seconds"], rows)
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.5, 3.2))
@@ -39,12 +46,16 @@ def gradient_attack(records: list[dict], ctx: Context) -> str | None:
     if not sweeps:
         return None
     cells: dict[tuple[int, int], list[bool]] = {}
+    enc_cells: dict[tuple[int, int], list[bool]] = {}
     for s in sweeps:
         for row in s["rows"]:
             cells.setdefault((int(row["d"]), int(row["k"])), []).append(bool(row["success"]))
+            enc_cells.setdefault((int(row["d"]), int(row["k"])), []).append(bool(row.get("encoding_recovered",
+                                                                                          row["success"])))
     dims = sorted({d for d, _ in cells})
     ks = sorted({k for _, k in cells})
     rate = {key: sum(v) / len(v) for key, v in cells.items()}
+    enc_rate = {key: sum(v) / len(v) for key, v in enc_cells.items()}
     names = ["baseline" if k == 0 else f"k={k}" for k in ks]
     rows = []
     for d in dims:
@@ -55,16 +66,20 @@ def gradient_attack(records: list[dict], ctx: Context) -> str | None:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    grid = np.array([[rate.get((d, k), np.nan) for k in ks] for d in dims])
-    fig, ax = plt.subplots(figsize=(4.5, 3.2))
-    im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
-    for i in range(len(dims)):
-        for j in range(len(ks)):
-            if not np.isnan(grid[i, j]):
-                ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", color="w" if grid[i, j] < 0.5 else "k", fontsize=8)
-    ax.set_xticks(range(len(ks)), names)
-    ax.set_yticks(range(len(dims)), [str(d) for d in dims])
-    ax.set_ylabel("representation dimension d")
-    ax.set_title("attack success rate (MSE <= 0.001)")
-    fig.colorbar(im, ax=ax)
-    return html + ctx.figure(fig, "gradient_attack_heatmap", "heatmap of gradient-matching attack success over d and k")
+    fig, axes = plt.subplots(1, 2, figsize=(8.5, 3.2))
+    for ax, r, title in ((axes[0], rate, "success: x recovered (MSE <= 0.001)"),
+                         (axes[1], enc_rate, "encoding s' o x' recovered")):
+        grid = np.array([[r.get((d, k), np.nan) for k in ks] for d in dims])
+        im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        for i in range(len(dims)):
+            for j in range(len(ks)):
+                if not np.isnan(grid[i, j]):
+                    ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", color="w" if grid[i, j] < 0.5 else "k",
+                            fontsize=8)
+        ax.set_xticks(range(len(ks)), names)
+        ax.set_yticks(range(len(dims)), [str(d) for d in dims])
+        ax.set_title(title, fontsize=9)
+    axes[0].set_ylabel("representation dimension d")
+    fig.colorbar(im, ax=list(axes))
+    return html + ctx.figure(fig, "gradient_attack_heatmap", "heatmaps over d and k of gradient-matching attack success "
+                             "(left, the paper's criterion) and of recovering the TextHide encoding (right)")
