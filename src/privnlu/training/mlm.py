@@ -207,7 +207,11 @@ class Pretrainer:
         self.space = TokenSpace.from_model(self.model, self.tokenizer)
         emb = self.model.get_input_embeddings()
         emb.weight.requires_grad_(False)  # user side: stop-gradient
-        self.head = TiedMLMHead(emb, self.model.config.hidden_size, eps=getattr(self.model.config, "layer_norm_eps", 1e-12))
+        with torch.random.fork_rng(devices=[]):
+            if config.seed is not None:
+                torch.manual_seed(step_seed(config.seed, 3))  # reproducible head initialisation
+            self.head = TiedMLMHead(emb, self.model.config.hidden_size,
+                                    eps=getattr(self.model.config, "layer_norm_eps", 1e-12))
         self.init_head = str(init_head) if init_head else None
         if init_head:
             self.head.load_state_dict(_load(Path(init_head))["head"])
