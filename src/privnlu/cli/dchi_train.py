@@ -47,6 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--lr", type=float, default=5e-5, help="transformer learning rate (default: 5e-5)")
     f.add_argument("--lstm-lr", type=float, default=1e-3, help="BiLSTM learning rate (default: 1e-3)")
     f.add_argument("--head-lr", type=float, default=1e-3)
+    f.add_argument("--lstm-epochs", type=positive_int, help="epochs of the BiLSTM (default: --epochs)")
     f.add_argument("--lstm-hidden", type=positive_int, default=256)
     f.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes the noise reproducible")
     f.set_defaults(func=run_finetune)
@@ -83,16 +84,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_finetune(args: argparse.Namespace) -> int:
     configs, skipped = [], False
-    for encoder in args.encoders:
-        for mode in args.modes:
-            if mode == "sequence" and encoder == "bilstm":
-                skipped = True
-                continue
-            epochs = args.sequence_epochs or args.epochs if mode == "sequence" else args.epochs
-            for eta in ([None] if mode == "null" else args.etas):
+    for mode in args.modes:  # mode, eta outermost: all encoders of a (mode, eta) share one privatized copy
+        for eta in ([None] if mode == "null" else args.etas):
+            for encoder in args.encoders:
+                if mode == "sequence" and encoder == "bilstm":
+                    skipped = True
+                    continue
+                epochs = {"sequence": args.sequence_epochs}.get(mode) or (args.lstm_epochs if encoder == "bilstm" else None) or args.epochs
                 configs.append(pf.FinetuneConfig(mode=mode, encoder=encoder, eta=eta, epochs=epochs,
-                                                 batch_size=args.batch_size, lr=args.lr, lstm_lr=args.lstm_lr, head_lr=args.head_lr,
-                                                 lstm_hidden=args.lstm_hidden, seed=args.seed))
+                                                 batch_size=args.batch_size, lr=args.lr, lstm_lr=args.lstm_lr,
+                                                 head_lr=args.head_lr, lstm_hidden=args.lstm_hidden, seed=args.seed))
     if not configs:
         raise PrivnluError("nothing to run: the chosen modes and encoders have no valid combination")
     if skipped:
@@ -108,8 +109,12 @@ def run_finetune(args: argparse.Namespace) -> int:
                       dev_limit=args.dev_limit, data_dir=args.data_dir,
                       sequence_features=any(c.mode == "sequence" for c, _ in todo))
     rng = SecretGenerator(args.seed, warn=False)
+    shared: dict[tuple[str, float | None], pf.Payloads] = {}  # one privatized copy per (mode, eta) for all encoders
     for config, path in todo:
-        rec = pf.finetune(prep, config, rng=rng, log=say).record
+        key = (config.mode, config.eta)
+        if key not in shared:
+            shared = {key: pf.privatize(prep, config.mode, config.eta, rng)}
+        rec = pf.finetune(prep, config, payloads=shared[key], log=say).record
         rec["tag"] = args.tag
         write_json_atomic(path, rec)
         say(f"{path.name}: dev score {rec['score']:.2f} ({rec['seconds']:.0f} s)")

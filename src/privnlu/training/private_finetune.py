@@ -259,14 +259,26 @@ class FinetuneResult:
     model: nn.Module
 
 
+Payloads = tuple[list[torch.Tensor], list[torch.Tensor]]
+
+
+def privatize(prep: Prepared, mode: str, eta: float | None, rng: SecretGenerator) -> Payloads:
+    """The user side: privatize the train and dev examples once."""
+    pad_id = prep.encoder.tokenizer.pad_token_id or 0
+    return (privatize_split(prep.train, mode, prep.space, eta, rng, pad_id),
+            privatize_split(prep.dev, mode, prep.space, eta, rng, pad_id))
+
+
 def finetune(prep: Prepared, config: FinetuneConfig, *, rng: SecretGenerator | None = None,
-             log: Callable[[str], None] | None = None) -> FinetuneResult:
-    """Privatize train and dev once on the user side, then train the provider model; evaluate after each epoch."""
-    rng = rng or SecretGenerator()
+             payloads: Payloads | None = None, log: Callable[[str], None] | None = None) -> FinetuneResult:
+    """Train the provider model on privatized train data; evaluate on privatized dev data after each epoch.
+
+    ``payloads`` (from :func:`privatize` with the same mode and eta) lets several encoders share one
+    privatized copy of the data; otherwise it is drawn here from ``rng``.
+    """
     pad_id = prep.encoder.tokenizer.pad_token_id or 0
     t0 = time.time()
-    train_x = privatize_split(prep.train, config.mode, prep.space, config.eta, rng, pad_id)
-    dev_x = privatize_split(prep.dev, config.mode, prep.space, config.eta, rng, pad_id)
+    train_x, dev_x = payloads or privatize(prep, config.mode, config.eta, rng or SecretGenerator())
     privatize_s = time.time() - t0
     model, groups = build_model(prep, config)
     targets = targets_from_labels(prep.train.labels, model_outputs(prep.task), regression=prep.task.is_regression)
