@@ -162,6 +162,10 @@ def test_cli_pretrain_and_bad_input(tiny_model, tmp_path, capsys):
                              str(out / "mlm_head_warm.pt"), "--out", str(tmp_path / "v")], capsys)
     assert code == 0, err
     assert json.loads((tmp_path / "v" / "pretrain.json").read_text())["steps_done"]["warmup"] == 0
+    from privnlu.report import markdown_report
+
+    md = markdown_report([out / "pretrain.json", tmp_path / "v" / "pretrain.json"])
+    assert "| denoising | 30 | text | 2 | 2 |" in md and "| vanilla | 30 | text | 0 | 2 |" in md
     for extra, msg in [
         (["--objective", "denoising", "--eta", "0"], "eta"),
         (["--objective", "denoising", "--eta", "-5"], "eta"),

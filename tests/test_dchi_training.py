@@ -97,6 +97,12 @@ def test_cli_finetune_writes_and_skips(tiny_model, toy_glue, tmp_path, capsys):
     capsys.readouterr()
     assert main(argv) == 0
     assert "already have results" in capsys.readouterr().err
+    # the report draws the utility-vs-eta frontier from these records
+    from privnlu.report import build_report, markdown_report
+
+    page = build_report([out], tmp_path / "report").read_text()
+    assert 'id="dchi_finetune"' in page and (tmp_path / "report" / "dchi_finetune.png").is_file()
+    assert "| sst2 |  | bilstm | token | 30 | 16 | 8 | 1 |" in markdown_report([out])
 
 
 @pytest.mark.parametrize("extra,msg", [

@@ -71,7 +71,7 @@ def _pretrain_rows(recs: list[dict]) -> list[list[object]]:
     rows = []
     for r in sorted(recs, key=lambda r: r["objective"]):
         e = r["evals"]
-        rows.append([r["objective"], r["eta"], r["mechanism"], r["steps_done"]["warmup"], r["steps_done"]["adapt"],
+        rows.append([r["objective"], f"{r['eta']:g}", r["mechanism"], r["steps_done"]["warmup"], r["steps_done"]["adapt"],
                      e.get("clean_before"), e.get("clean_after_warmup"), e.get("clean_after_adapt"),
                      e.get("private_after_adapt"), r["loss_first"].get("adapt"), r["loss_last"].get("adapt")])
     return [[f"{v:.4f}" if isinstance(v, float) else v for v in row] for row in rows]
