@@ -49,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--head-lr", type=float, default=1e-3)
     f.add_argument("--lstm-epochs", type=positive_int, help="epochs of the BiLSTM (default: --epochs)")
     f.add_argument("--lstm-hidden", type=positive_int, default=256)
+    f.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu); privatization always runs on the CPU")
     f.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes the noise reproducible")
     f.set_defaults(func=run_finetune)
 
@@ -78,6 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--corpus", default="wiki", help="'wiki' (packaged) or a text file, one text per line")
     p.add_argument("--corpus-limit", type=positive_int, help="use the first N corpus texts")
     p.add_argument("--model", help="a local Hugging Face model folder (default: packaged MiniLM)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu); privatization always runs on the CPU")
     p.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes noise, masks and order reproducible")
     p.set_defaults(func=run_pretrain)
 
@@ -107,7 +109,7 @@ def run_finetune(args: argparse.Namespace) -> int:
         return 0
     prep = pf.prepare(args.task, model=args.model, max_length=args.max_length, train_limit=args.train_limit,
                       dev_limit=args.dev_limit, data_dir=args.data_dir,
-                      sequence_features=any(c.mode == "sequence" for c, _ in todo))
+                      sequence_features=any(c.mode == "sequence" for c, _ in todo), device=args.device)
     rng = SecretGenerator(args.seed, warn=False)
     shared: dict[tuple[str, float | None], pf.Payloads] = {}  # one privatized copy per (mode, eta) for all encoders
     for config, path in todo:
@@ -135,7 +137,8 @@ def run_pretrain(args: argparse.Namespace) -> int:
     if args.init_head and not Path(args.init_head).is_file():
         raise PrivnluError(f"--init-head {args.init_head}: no such file")
     warn_seed(args)
-    rec = mlm.Pretrainer(config, args.out, model=args.model, init_head=args.init_head, log=say).run(
+    rec = mlm.Pretrainer(config, args.out, model=args.model, init_head=args.init_head, log=say,
+                          device=args.device).run(
         resume=args.resume, stop_after=args.stop_after)
     if rec["finished"]:
         say(f"wrote {Path(args.out) / 'pretrain.json'} and the encoder folder {rec['encoder_dir']}")

@@ -141,8 +141,12 @@ def make_batch(space: TokenSpace, ids: torch.Tensor, attention_mask: torch.Tenso
 
 
 def mlm_logits(model: nn.Module, head: TiedMLMHead, batch: MLMBatch) -> torch.Tensor:
-    out = model(input_ids=batch.input_ids, inputs_embeds=batch.inputs_embeds, attention_mask=batch.attention_mask)
-    return head(out.last_hidden_state[batch.masked])
+    """Head logits (M, V) at the masked positions; the batch (built on the CPU) moves to the model's device."""
+    dev = next(head.parameters()).device
+    move = lambda t: None if t is None else t.to(dev)
+    out = model(input_ids=move(batch.input_ids), inputs_embeds=move(batch.inputs_embeds),
+                attention_mask=move(batch.attention_mask))
+    return head(out.last_hidden_state[move(batch.masked)])
 
 
 @dataclass(frozen=True)
@@ -196,12 +200,12 @@ class Pretrainer:
 
     def __init__(self, config: PretrainConfig, out_dir: str | Path, *, model: str | Path | None = None,
                  init_head: str | Path | None = None, texts: list[str] | None = None,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, device: str = "cpu") -> None:
         from ..models import load_encoder
 
         self.config, self.out = config, Path(out_dir)
         self.log = log or (lambda _m: None)
-        enc = load_encoder(model)
+        enc = load_encoder(model, device=device)
         self.model_name = str(model or "packaged MiniLM")
         self.tokenizer, self.model = enc.tokenizer, enc.model
         self.space = TokenSpace.from_model(self.model, self.tokenizer)
@@ -211,7 +215,7 @@ class Pretrainer:
             if config.seed is not None:
                 torch.manual_seed(step_seed(config.seed, 3))  # reproducible head initialisation
             self.head = TiedMLMHead(emb, self.model.config.hidden_size,
-                                    eps=getattr(self.model.config, "layer_norm_eps", 1e-12))
+                                    eps=getattr(self.model.config, "layer_norm_eps", 1e-12)).to(device)
         self.init_head = str(init_head) if init_head else None
         if init_head:
             self.head.load_state_dict(_load(Path(init_head))["head"])
@@ -274,7 +278,8 @@ class Pretrainer:
             torch.manual_seed(step_seed(data_seed, p, step, 2))  # dropout
             self.model.train(phase == "adapt")
             self.head.train()
-            loss = mlm_loss(mlm_logits(self.model, self.head, batch), batch.targets)
+            logits = mlm_logits(self.model, self.head, batch)
+            loss = mlm_loss(logits, batch.targets.to(logits.device))
             opt.zero_grad(set_to_none=True)
             loss.backward()
         opt.step()
@@ -293,7 +298,7 @@ class Pretrainer:
             ids, mask = _pad(self.eval_ids[s : s + 64], self.pad_id)
             batch = make_batch(self.space, ids, mask, objective="denoising", eta=eta, mechanism=self.config.mechanism,
                                rng=rng, generator=gen, mask_prob=self.config.mask_prob, draws=1, mask_id=self.mask_id)
-            pred = mlm_logits(self.model, self.head, batch).argmax(-1)
+            pred = mlm_logits(self.model, self.head, batch).argmax(-1).cpu()
             hits += int((pred == batch.original).sum())
             total += len(batch.original)
         return hits / max(total, 1)

@@ -124,12 +124,12 @@ class Prepared:
 
 def prepare(task: str, *, model: str | Path | None = None, max_length: int = 128, train_limit: int | None = None,
             dev_limit: int | None = None, data_dir: str | None = None, pooling: str = "cls",
-            sequence_features: bool = False) -> Prepared:
+            sequence_features: bool = False, device: str = "cpu") -> Prepared:
     """Load the task (the first ``train_limit`` / ``dev_limit`` examples), the encoder, and tokenize."""
     if max_length < 4:
         raise PrivnluError(f"--max-length must be at least 4, not {max_length}")
     spec = get_task(task)
-    enc = load_encoder(model, pooling=pooling)
+    enc = load_encoder(model, pooling=pooling, device=device)
     space = TokenSpace.from_model(enc.model, enc.tokenizer)
     splits = []
     for split, limit in (("train", train_limit), (spec.eval_splits[0], dev_limit)):
@@ -206,8 +206,9 @@ class Classifier(nn.Module):
 def build_model(prep: Prepared, config: FinetuneConfig) -> tuple[nn.Module, list[dict]]:
     """The provider's model and its optimizer parameter groups; user-side parts get ``requires_grad=False``."""
     num_out = model_outputs(prep.task)
+    device = prep.encoder.device
     if config.mode == "sequence":
-        head = MLPHead(prep.encoder.dim, num_out, hidden=(prep.encoder.dim,), dropout=config.dropout)
+        head = MLPHead(prep.encoder.dim, num_out, hidden=(prep.encoder.dim,), dropout=config.dropout).to(device)
         return head, [{"params": list(head.parameters()), "lr": config.head_lr}]
     if config.encoder == "transformer":
         body = copy.deepcopy(prep.encoder.model)
@@ -216,7 +217,7 @@ def build_model(prep: Prepared, config: FinetuneConfig) -> tuple[nn.Module, list
         body = BiLSTMEncoder(prep.space.embeddings, hidden=config.lstm_hidden, dropout=config.dropout,
                              pad_id=prep.encoder.tokenizer.pad_token_id or 0)
         dim = body.dim
-    model = Classifier(body, dim, num_out, pooling=prep.encoder.pooling, dropout=config.dropout)
+    model = Classifier(body, dim, num_out, pooling=prep.encoder.pooling, dropout=config.dropout).to(device)
     if config.mode == "token":
         body.get_input_embeddings().weight.requires_grad_(False)  # phi stays on the user side
     body_params = [p for p in body.parameters() if p.requires_grad]
@@ -234,9 +235,11 @@ def collate(payload: list[torch.Tensor], types: list[torch.Tensor], mode: str, p
 
 def forward(model: nn.Module, payload: list[torch.Tensor], types: list[torch.Tensor], idx: torch.Tensor, mode: str,
             pad_id: int) -> torch.Tensor:
+    device = next(model.parameters()).device
     if mode == "sequence":
-        return model(torch.stack([payload[i] for i in idx.tolist()]))
-    return model(**collate([payload[i] for i in idx.tolist()], [types[i] for i in idx.tolist()], mode, pad_id))
+        return model(torch.stack([payload[i] for i in idx.tolist()]).to(device))
+    batch = collate([payload[i] for i in idx.tolist()], [types[i] for i in idx.tolist()], mode, pad_id)
+    return model(**{k: v.to(device) for k, v in batch.items()})
 
 
 @torch.no_grad()
@@ -245,7 +248,7 @@ def evaluate(model: nn.Module, payload: list[torch.Tensor], split: Split, task: 
     was = model.training
     model.eval()
     order = torch.arange(len(payload))
-    outs = [forward(model, payload, split.types, order[i : i + batch_size], mode, pad_id).float()
+    outs = [forward(model, payload, split.types, order[i : i + batch_size], mode, pad_id).float().cpu()
             for i in range(0, len(payload), batch_size)]
     model.train(was)
     logits = torch.cat(outs)
@@ -294,8 +297,8 @@ def finetune(prep: Prepared, config: FinetuneConfig, *, rng: SecretGenerator | N
         order = torch.randperm(n, generator=shuffle)
         for s in range(0, n, config.batch_size):
             idx = order[s : s + config.batch_size]
-            loss = task_loss(forward(model, train_x, prep.train.types, idx, config.mode, pad_id), targets[idx],
-                             regression=prep.task.is_regression)
+            logits = forward(model, train_x, prep.train.types, idx, config.mode, pad_id)
+            loss = task_loss(logits, targets[idx].to(logits.device), regression=prep.task.is_regression)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
