@@ -43,7 +43,7 @@ def dchi_finetune(records: list[dict], ctx: Context) -> str | None:
         lines: dict[str, list[tuple[float, float]]] = defaultdict(list)
         for r in (r for r in recs if r["task"] == task):
             if r["eta"] is None:
-                ax.axhline(r["score"], ls="--", lw=1, color="C0" if r["encoder"] == "transformer" else "C1",
+                ax.axhline(r["score"], ls="--" if r["encoder"] == "transformer" else ":", lw=1, color="k",
                            label=f"{_label(r)} (no privacy)")
             else:
                 lines[_label(r)].append((r["eta"], r["score"]))
