@@ -40,22 +40,27 @@ def dchi_finetune(records: list[dict], ctx: Context) -> str | None:
     tasks = sorted({r["task"] for r in recs})
     fig, axes = plt.subplots(1, len(tasks), figsize=(5.2 * len(tasks), 3.4), squeeze=False)
     for ax, task in zip(axes[0], tasks):
-        lines: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        scores: dict[tuple[str, str, float | None], list[float]] = defaultdict(list)  # runs with other seeds: mean
         for r in (r for r in recs if r["task"] == task):
-            if r["eta"] is None:
-                ax.axhline(r["score"], ls="--" if r["encoder"] == "transformer" else ":", lw=1, color="k",
-                           label=f"{_label(r)} (no privacy)")
+            scores[(_label(r), r["encoder"], r["eta"])].append(r["score"])
+        lines: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        for (name, encoder, eta), vals in sorted(scores.items(), key=lambda kv: (kv[0][0], kv[0][2] or 0.0)):
+            mean = sum(vals) / len(vals)
+            if eta is None:
+                ax.axhline(mean, ls="--" if encoder == "transformer" else ":", lw=1, color="k",
+                           label=f"{name} (no privacy)")
             else:
-                lines[_label(r)].append((r["eta"], r["score"]))
+                lines[name].append((eta, mean))
         for name, pts in sorted(lines.items()):
-            ax.plot(*zip(*sorted(pts)), "o-", label=name)
+            ax.plot(*zip(*pts), "o-", label=name)
         ax.set_xscale("log")
         ax.set_xlabel("eta (larger = less noise)")
         ax.set_ylabel("dev score")
         ax.set_title(task)
         ax.legend(fontsize=6)
     return (ctx.figure(fig, "dchi_finetune", "dev score against eta per mode and encoder")
-            + "<p>Train and dev inputs privatized once by the user; the provider never updates the user side.</p>"
+            + "<p>Train and dev inputs privatized once by the user; the provider never updates the user side. "
+              "Points are means over the runs (seeds) of one setting; the table lists every run.</p>"
             + table(FT_HEADERS, _rows(recs)))
 
 
