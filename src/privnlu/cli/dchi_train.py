@@ -1,0 +1,147 @@
+"""``privnlu dchi-finetune`` and ``privnlu dchi-pretrain``: training under d_chi-privacy (Qu et al. 2021, 3.3-3.4)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import PrivnluError
+from ..io import write_json_atomic
+from ..rng import SecretGenerator
+from ..training import mlm, private_finetune as pf
+from .common import positive_int, say, warn_seed
+from .dchi import eta_list
+
+
+def name_list(choices: tuple[str, ...]):
+    def parse(text: str) -> list[str]:
+        items = [x.strip() for x in text.split(",") if x.strip()]
+        bad = [x for x in items if x not in choices]
+        if not items or bad:
+            raise argparse.ArgumentTypeError(f"'{text}': choose from {', '.join(choices)}")
+        return items
+    return parse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    f = sub.add_parser("dchi-finetune", help="privacy-constrained fine-tuning: null / sequence / token / text modes",
+                       description="The user privatizes train and dev examples once (d_chi, eta); the provider "
+                                   "fine-tunes on privatized input only, never updating the user-side parts. "
+                                   "Writes one results JSON per (encoder, mode, eta) into --out; runs whose JSON "
+                                   "already exists are skipped, so an interrupted sweep continues.")
+    f.add_argument("--task", required=True, help="e.g. sst2, mrpc")
+    f.add_argument("--modes", type=name_list(pf.MODES), default=list(pf.MODES), help="comma list (default: all four)")
+    f.add_argument("--encoders", type=name_list(pf.ENCODERS), default=["transformer"],
+                   help="transformer and/or bilstm (default: transformer)")
+    f.add_argument("--etas", type=eta_list, default=(65.6,), help="eta values for the private modes (default: 65.6)")
+    f.add_argument("--out", required=True, help="results folder")
+    f.add_argument("--model", help="a local Hugging Face model folder, e.g. a dchi-pretrain ENCODER dir (default: MiniLM)")
+    f.add_argument("--tag", default="", help="label added to the results file names and records (e.g. the checkpoint)")
+    f.add_argument("--data-dir", help="GLUE data folder (default: ../shared/data/glue)")
+    f.add_argument("--train-limit", type=positive_int, help="use the first N training examples")
+    f.add_argument("--dev-limit", type=positive_int, help="use the first N dev examples")
+    f.add_argument("--max-length", type=positive_int, default=128)
+    f.add_argument("--batch-size", type=positive_int, default=32)
+    f.add_argument("--epochs", type=positive_int, default=3)
+    f.add_argument("--sequence-epochs", type=positive_int, help="epochs of the head in sequence mode (default: --epochs)")
+    f.add_argument("--lr", type=float, default=5e-5, help="transformer learning rate (default: 5e-5)")
+    f.add_argument("--lstm-lr", type=float, default=1e-3, help="BiLSTM learning rate (default: 1e-3)")
+    f.add_argument("--head-lr", type=float, default=1e-3)
+    f.add_argument("--lstm-epochs", type=positive_int, help="epochs of the BiLSTM (default: --epochs)")
+    f.add_argument("--lstm-hidden", type=positive_int, default=256)
+    f.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu); privatization always runs on the CPU")
+    f.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes the noise reproducible")
+    f.set_defaults(func=run_finetune)
+
+    p = sub.add_parser("dchi-pretrain", help="privacy-adaptive MLM pretraining (vanilla / probability / denoising)",
+                       description="Warm up an MLM head tied to the input embeddings on clean text, then continue "
+                                   "MLM on a public corpus privatized on the fly at --eta, with the user-side "
+                                   "embedding table frozen. Checkpoints every --checkpoint-every steps; --resume "
+                                   "continues. Writes OUT/encoder (a model folder for dchi-finetune --model), "
+                                   "OUT/mlm_head.pt and OUT/pretrain.json.")
+    p.add_argument("--objective", required=True, help=f"one of {', '.join(mlm.OBJECTIVES)}")
+    p.add_argument("--eta", type=float, required=True, help="the fine-tuning eta")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--mechanism", default="text", help="privatized input: text (M_txt, default) or rep (M_rep)")
+    p.add_argument("--steps", type=int, default=200, help="privatized adaptation steps (default: 200)")
+    p.add_argument("--warmup-steps", type=int, default=100, help="clean head warm-up steps (default: 100)")
+    p.add_argument("--init-head", help="a warmed-up head (OUT/mlm_head_warm.pt of an earlier run): skip the warm-up")
+    p.add_argument("--batch-size", type=positive_int, default=16)
+    p.add_argument("--max-length", type=positive_int, default=64)
+    p.add_argument("--lr", type=float, default=5e-5, help="encoder learning rate")
+    p.add_argument("--head-lr", type=float, default=1e-3)
+    p.add_argument("--mask-prob", type=float, default=0.15)
+    p.add_argument("--draws", type=positive_int, default=10, help="perturbations per masked token (probability MLM)")
+    p.add_argument("--checkpoint-every", type=positive_int, default=50)
+    p.add_argument("--stop-after", type=positive_int, help="run at most N steps now, checkpoint, and exit (resume later)")
+    p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    p.add_argument("--eval-size", type=positive_int, default=256, help="held-out corpus texts for masked accuracy")
+    p.add_argument("--corpus", default="wiki", help="'wiki' (packaged) or a text file, one text per line")
+    p.add_argument("--corpus-limit", type=positive_int, help="use the first N corpus texts")
+    p.add_argument("--model", help="a local Hugging Face model folder (default: packaged MiniLM)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu); privatization always runs on the CPU")
+    p.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes noise, masks and order reproducible")
+    p.set_defaults(func=run_pretrain)
+
+
+def run_finetune(args: argparse.Namespace) -> int:
+    configs, skipped = [], False
+    for mode in args.modes:  # mode, eta outermost: all encoders of a (mode, eta) share one privatized copy
+        for eta in ([None] if mode == "null" else args.etas):
+            for encoder in args.encoders:
+                if mode == "sequence" and encoder == "bilstm":
+                    skipped = True
+                    continue
+                epochs = {"sequence": args.sequence_epochs}.get(mode) or (args.lstm_epochs if encoder == "bilstm" else None) or args.epochs
+                configs.append(pf.FinetuneConfig(mode=mode, encoder=encoder, eta=eta, epochs=epochs,
+                                                 batch_size=args.batch_size, lr=args.lr, lstm_lr=args.lstm_lr,
+                                                 head_lr=args.head_lr, lstm_hidden=args.lstm_hidden, seed=args.seed))
+    if not configs:
+        raise PrivnluError("nothing to run: the chosen modes and encoders have no valid combination")
+    if skipped:
+        say("skipping bilstm/sequence: sequence mode needs a pretrained user-side encoder")
+    warn_seed(args)
+    out = Path(args.out)
+    todo = [(c, out / _file_name(args.task, args.tag, c)) for c in configs]
+    todo = [(c, f) for c, f in todo if not f.exists()]
+    if not todo:
+        say(f"all {len(configs)} runs already have results in {out}")
+        return 0
+    prep = pf.prepare(args.task, model=args.model, max_length=args.max_length, train_limit=args.train_limit,
+                      dev_limit=args.dev_limit, data_dir=args.data_dir,
+                      sequence_features=any(c.mode == "sequence" for c, _ in todo), device=args.device)
+    rng = SecretGenerator(args.seed, warn=False)
+    shared: dict[tuple[str, float | None], pf.Payloads] = {}  # one privatized copy per (mode, eta) for all encoders
+    for config, path in todo:
+        key = (config.mode, config.eta)
+        if key not in shared:
+            shared = {key: pf.privatize(prep, config.mode, config.eta, rng)}
+        rec = pf.finetune(prep, config, payloads=shared[key], log=say).record
+        rec["tag"] = args.tag
+        write_json_atomic(path, rec)
+        say(f"{path.name}: dev score {rec['score']:.2f} ({rec['seconds']:.0f} s)")
+    return 0
+
+
+def _file_name(task: str, tag: str, c: pf.FinetuneConfig) -> str:
+    eta = "" if c.eta is None else f"_eta{c.eta:g}"
+    return f"finetune_{task}{'_' + tag if tag else ''}_{c.encoder}_{c.mode}{eta}.json"
+
+
+def run_pretrain(args: argparse.Namespace) -> int:
+    config = mlm.PretrainConfig(
+        objective=args.objective, eta=args.eta, mechanism=args.mechanism, steps=args.steps,
+        warmup_steps=args.warmup_steps, batch_size=args.batch_size, max_length=args.max_length, lr=args.lr,
+        head_lr=args.head_lr, mask_prob=args.mask_prob, draws=args.draws, checkpoint_every=args.checkpoint_every,
+        eval_size=args.eval_size, corpus=args.corpus, corpus_limit=args.corpus_limit, seed=args.seed)
+    if args.init_head and not Path(args.init_head).is_file():
+        raise PrivnluError(f"--init-head {args.init_head}: no such file")
+    warn_seed(args)
+    rec = mlm.Pretrainer(config, args.out, model=args.model, init_head=args.init_head, log=say,
+                          device=args.device).run(
+        resume=args.resume, stop_after=args.stop_after)
+    if rec["finished"]:
+        say(f"wrote {Path(args.out) / 'pretrain.json'} and the encoder folder {rec['encoder_dir']}")
+    else:
+        say(f"stopped after --stop-after steps; continue with --resume (checkpoint in {args.out})")
+    return 0

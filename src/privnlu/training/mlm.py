@@ -1,0 +1,413 @@
+"""Privacy-adaptive masked-LM pretraining (Qu et al. 2021, section 3.4, Tables 6-7).
+
+Starting point. Any encoder: a BERT-style MLM head is built and *tied* to the
+input embedding table ``E`` (V, n): ``logits = LN(gelu(W h + b)) E^T + c``.
+The packaged MiniLM has no MLM head, so the head is first warmed up on clean
+text (encoder frozen, standard MLM), and its masked-token accuracy on held-out
+text is reported before and after.
+
+Adaptation. MLM continues on a public corpus whose inputs are privatized on the
+fly with the fine-tuning eta (``mechanism='text'``: M_txt ids; ``'rep'``: M_rep
+vectors via ``inputs_embeds``). The user-side embedding table is frozen
+(stop-gradient; the tied output layer therefore too), so the user's mechanism
+and its privacy level are unchanged. About ``mask_prob`` of the regular tokens
+of each sequence (at least one) are replaced by [MASK] (always [MASK]; BERT's
+80/10/10 rule is not used). At a masked position with original token ``x``:
+
+* ``vanilla``:     target = one-hot of the perturbed token ``M_txt(x)``;
+* ``probability``: target = the empirical distribution of ``draws`` (10)
+  independent perturbations ``M_txt(x)`` (soft cross-entropy);
+* ``denoising``:   target = one-hot of ``x`` (the public original).
+
+Checkpoints. Every ``checkpoint_every`` steps (and at each phase end) the run
+writes ``checkpoint.pt`` atomically. The data order, masks, dropout and (with a
+seed) the noise of step ``t`` are functions of (seed, phase, t) only, so a
+resumed run equals an uninterrupted one; without a seed, noise is secure and a
+resumed run is a different but equally valid draw.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..data import load_public_corpus
+from ..errors import PrivnluError
+from ..io import torch_save_atomic, write_json_atomic
+from ..mechanisms.dchi import TokenSpace, check_eta, m_rep, m_txt, privatized_positions
+from ..rng import SecretGenerator
+from .losses import soft_cross_entropy
+from .trainer import linear_warmup
+
+OBJECTIVES = ("vanilla", "probability", "denoising")
+INPUT_MECHANISMS = ("text", "rep")
+PHASES = ("warmup", "adapt")
+EVAL_MASK_SEED = 1234  # masking of the held-out evaluation text (public, not secret)
+
+
+class TiedMLMHead(nn.Module):
+    """BERT's MLM head with the decoder tied to (sharing) the input embedding table, which it does not own."""
+
+    def __init__(self, embeddings: nn.Embedding, hidden: int, *, eps: float = 1e-12) -> None:
+        super().__init__()
+        dim = embeddings.weight.shape[1]
+        self.dense = nn.Linear(hidden, dim)
+        self.norm = nn.LayerNorm(dim, eps=eps)
+        self.bias = nn.Parameter(torch.zeros(embeddings.weight.shape[0]))
+        self._table = [embeddings]  # a list: not registered, so not in parameters() or state_dict()
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.norm(F.gelu(self.dense(h))) @ self._table[0].weight.T + self.bias
+
+
+def mlm_targets(objective: str, original: torch.Tensor, perturbed: torch.Tensor | None, draws: torch.Tensor | None,
+                vocab_size: int) -> torch.Tensor:
+    """Soft targets (M, V) for M masked positions (see the module docstring)."""
+    if objective == "denoising":
+        return F.one_hot(original, vocab_size).float()
+    if objective == "vanilla":
+        assert perturbed is not None
+        return F.one_hot(perturbed, vocab_size).float()
+    if objective == "probability":
+        assert draws is not None
+        return F.one_hot(draws, vocab_size).float().mean(1)
+    raise PrivnluError(f"unknown objective '{objective}'; choose one of {', '.join(OBJECTIVES)}")
+
+
+def mlm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """``-mean_m sum_v t_mv log softmax(z_m)_v`` over masked positions."""
+    return soft_cross_entropy(logits, targets)
+
+
+def select_masked(eligible: torch.Tensor, prob: float, generator: torch.Generator) -> torch.Tensor:
+    """Each eligible position with probability ``prob``; a row with eligible positions gets at least one."""
+    scores = torch.rand(eligible.shape, generator=generator)
+    scores[~eligible] = -1.0
+    masked = (scores < prob) & eligible
+    first = scores.argmax(1)
+    rows = torch.arange(len(eligible))
+    none = ~masked.any(1) & eligible.any(1)
+    masked[rows[none], first[none]] = True
+    return masked
+
+
+@dataclass
+class MLMBatch:
+    attention_mask: torch.Tensor
+    masked: torch.Tensor  # (B, L) bool
+    targets: torch.Tensor  # (M, V)
+    original: torch.Tensor  # (M,)
+    input_ids: torch.Tensor | None = None
+    inputs_embeds: torch.Tensor | None = None
+
+
+def make_batch(space: TokenSpace, ids: torch.Tensor, attention_mask: torch.Tensor, *, objective: str,
+               eta: float | None, mechanism: str, rng: SecretGenerator, generator: torch.Generator,
+               mask_prob: float, draws: int, mask_id: int) -> MLMBatch:
+    """Mask, privatize (``eta=None``: clean) and build the targets of one batch."""
+    masked = select_masked(privatized_positions(space, ids, attention_mask), mask_prob, generator)
+    original = ids[masked]
+    perturbed, draw_ids, embeds, inp = original, None, None, None
+    if eta is None:
+        inp = ids.clone()
+        if objective == "probability":
+            draw_ids = original.unsqueeze(1).repeat(1, draws)
+    else:
+        if mechanism == "text":
+            inp = m_txt(space, ids, eta, rng, attention_mask)
+            perturbed = inp[masked]
+        else:
+            embeds = m_rep(space, ids, eta, rng, attention_mask)
+            if objective == "vanilla":
+                perturbed = space.nearest(embeds[masked])
+        if objective == "probability":
+            draw_ids = m_txt(space, original.unsqueeze(1).repeat(1, draws), eta, rng)
+    if embeds is not None:
+        embeds[masked] = space.embeddings[mask_id]
+    else:
+        assert inp is not None
+        inp[masked] = mask_id
+    targets = mlm_targets(objective, original, perturbed, draw_ids, space.vocab_size)
+    return MLMBatch(attention_mask, masked, targets, original, inp, embeds)
+
+
+def mlm_logits(model: nn.Module, head: TiedMLMHead, batch: MLMBatch) -> torch.Tensor:
+    """Head logits (M, V) at the masked positions; the batch (built on the CPU) moves to the model's device."""
+    dev = next(head.parameters()).device
+    move = lambda t: None if t is None else t.to(dev)
+    out = model(input_ids=move(batch.input_ids), inputs_embeds=move(batch.inputs_embeds),
+                attention_mask=move(batch.attention_mask))
+    return head(out.last_hidden_state[move(batch.masked)])
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    """A privacy-adaptive pretraining run (CPU-sized defaults; scale ``steps`` and ``batch_size`` on a GPU)."""
+
+    objective: str = "denoising"
+    eta: float = 65.6
+    mechanism: str = "text"
+    steps: int = 200
+    warmup_steps: int = 100
+    batch_size: int = 16
+    max_length: int = 64
+    lr: float = 5e-5
+    head_lr: float = 1e-3
+    mask_prob: float = 0.15
+    draws: int = 10
+    checkpoint_every: int = 50
+    eval_size: int = 256
+    corpus: str = "wiki"
+    corpus_limit: int | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise PrivnluError(f"unknown objective '{self.objective}'; choose one of {', '.join(OBJECTIVES)}")
+        if self.mechanism not in INPUT_MECHANISMS:
+            raise PrivnluError(f"unknown input mechanism '{self.mechanism}'; choose one of {', '.join(INPUT_MECHANISMS)}")
+        check_eta(self.eta)
+        for name in ("batch_size", "max_length", "draws", "checkpoint_every", "eval_size"):
+            if getattr(self, name) < 1:
+                raise PrivnluError(f"{name.replace('_', '-')} must be >= 1")
+        if self.steps < 0 or self.warmup_steps < 0:
+            raise PrivnluError("step counts must be >= 0")
+        if self.max_length < 3:
+            raise PrivnluError("--max-length must be at least 3")
+        if not 0 < self.mask_prob < 1:
+            raise PrivnluError(f"the masking probability must be in (0, 1), not {self.mask_prob}")
+        for v in (self.lr, self.head_lr):
+            if not (v > 0 and math.isfinite(v)):
+                raise PrivnluError(f"the learning rate must be positive, not {v}")
+
+
+def step_seed(*parts: int) -> int:
+    """A 63-bit seed derived from (base seed, phase, step, ...) with NumPy's SeedSequence."""
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+
+
+class Pretrainer:
+    """Warm-up (clean, head only) then privatized adaptation, with atomic checkpoints and resume."""
+
+    def __init__(self, config: PretrainConfig, out_dir: str | Path, *, model: str | Path | None = None,
+                 init_head: str | Path | None = None, texts: list[str] | None = None,
+                 log: Callable[[str], None] | None = None, device: str = "cpu") -> None:
+        from ..models import load_encoder
+
+        self.config, self.out = config, Path(out_dir)
+        self.log = log or (lambda _m: None)
+        enc = load_encoder(model, device=device)
+        self.model_name = str(model or "packaged MiniLM")
+        self.tokenizer, self.model = enc.tokenizer, enc.model
+        self.space = TokenSpace.from_model(self.model, self.tokenizer)
+        emb = self.model.get_input_embeddings()
+        emb.weight.requires_grad_(False)  # user side: stop-gradient
+        with torch.random.fork_rng(devices=[]):
+            if config.seed is not None:
+                torch.manual_seed(step_seed(config.seed, 3))  # reproducible head initialisation
+            self.head = TiedMLMHead(emb, self.model.config.hidden_size,
+                                    eps=getattr(self.model.config, "layer_norm_eps", 1e-12)).to(device)
+        self.init_head = str(init_head) if init_head else None
+        if init_head:
+            self.head.load_state_dict(_load(Path(init_head))["head"])
+        texts = texts if texts is not None else load_public_corpus(config.corpus, config.corpus_limit).texts_a
+        if len(texts) < config.eval_size + config.batch_size:
+            raise PrivnluError(f"the corpus has {len(texts)} texts; need at least eval-size + batch-size = "
+                               f"{config.eval_size + config.batch_size}")
+        tok = self.tokenizer(texts, truncation=True, max_length=config.max_length)["input_ids"]
+        self.eval_ids = [torch.tensor(x) for x in tok[-config.eval_size:]]  # held out
+        self.train_ids = [torch.tensor(x) for x in tok[: -config.eval_size]]
+        self.mask_id = int(self.tokenizer.mask_token_id)
+        self.pad_id = int(self.tokenizer.pad_token_id or 0)
+        self.secure = SecretGenerator()
+        self._perm: tuple[tuple[int, int], torch.Tensor] | None = None
+
+    # -- phases ------------------------------------------------------------
+    def phase_steps(self) -> dict[str, int]:
+        return {"warmup": 0 if self.init_head else self.config.warmup_steps, "adapt": self.config.steps}
+
+    def _params(self, phase: str) -> list[dict]:
+        head = [{"params": list(self.head.parameters()), "lr": self.config.head_lr}]
+        if phase == "warmup":
+            return head
+        body = [p for p in self.model.parameters() if p.requires_grad]
+        return [{"params": body, "lr": self.config.lr}] + head
+
+    def _set_trainable(self, phase: str) -> None:
+        emb = self.model.get_input_embeddings().weight
+        for p in self.model.parameters():
+            p.requires_grad_(phase == "adapt" and p is not emb)
+
+    # -- data --------------------------------------------------------------
+    def _batch_ids(self, phase: int, step: int, data_seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        b, n = self.config.batch_size, len(self.train_ids)
+        per_epoch = n // b
+        epoch = step // per_epoch
+        if self._perm is None or self._perm[0] != (phase, epoch):
+            g = torch.Generator().manual_seed(step_seed(data_seed, phase, epoch, 7))
+            self._perm = ((phase, epoch), torch.randperm(n, generator=g))
+        start = (step % per_epoch) * b
+        idx = self._perm[1][start : start + b].tolist()
+        return _pad([self.train_ids[i] for i in idx], self.pad_id)
+
+    def _noise_rng(self, *parts: int) -> SecretGenerator:
+        if self.config.seed is None:
+            return self.secure
+        return SecretGenerator(step_seed(self.config.seed, *parts), warn=False)
+
+    # -- one step ------------------------------------------------------------
+    def _step(self, phase: str, step: int, data_seed: int, opt, sched) -> float:
+        c = self.config
+        p = PHASES.index(phase)
+        ids, mask = self._batch_ids(p, step, data_seed)
+        gen = torch.Generator().manual_seed(step_seed(data_seed, p, step, 1))
+        batch = make_batch(self.space, ids, mask, objective="denoising" if phase == "warmup" else c.objective,
+                           eta=None if phase == "warmup" else c.eta, mechanism=c.mechanism,
+                           rng=self._noise_rng(p, step), generator=gen, mask_prob=c.mask_prob, draws=c.draws,
+                           mask_id=self.mask_id)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(step_seed(data_seed, p, step, 2))  # dropout
+            self.model.train(phase == "adapt")
+            self.head.train()
+            logits = mlm_logits(self.model, self.head, batch)
+            loss = mlm_loss(logits, batch.targets.to(logits.device))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+        opt.step()
+        sched.step()
+        return float(loss.detach())
+
+    @torch.no_grad()
+    def masked_accuracy(self, eta: float | None) -> float:
+        """Accuracy at predicting the ORIGINAL token at masked positions of the held-out text (input clean or privatized)."""
+        self.model.eval()
+        self.head.eval()
+        hits = total = 0
+        gen = torch.Generator().manual_seed(EVAL_MASK_SEED)
+        rng = self._noise_rng(99, 0)
+        for s in range(0, len(self.eval_ids), 64):
+            ids, mask = _pad(self.eval_ids[s : s + 64], self.pad_id)
+            batch = make_batch(self.space, ids, mask, objective="denoising", eta=eta, mechanism=self.config.mechanism,
+                               rng=rng, generator=gen, mask_prob=self.config.mask_prob, draws=1, mask_id=self.mask_id)
+            pred = mlm_logits(self.model, self.head, batch).argmax(-1).cpu()
+            hits += int((pred == batch.original).sum())
+            total += len(batch.original)
+        return hits / max(total, 1)
+
+    # -- the run -------------------------------------------------------------
+    def run(self, *, resume: bool = False, stop_after: int | None = None) -> dict:
+        """Run (or continue) the schedule; ``stop_after``: at most this many steps in this call. Returns the record."""
+        ckpt = self.out / "checkpoint.pt"
+        if ckpt.exists() and not resume:
+            raise PrivnluError(f"{ckpt} exists: pass --resume to continue that run, or choose another --out")
+        state = {"phase": 0, "step": 0, "losses": {ph: [] for ph in PHASES}, "evals": {},
+                 "data_seed": self.config.seed if self.config.seed is not None else int(self.secure.words(1)[0] >> np.uint64(1))}
+        blob = None
+        if resume and ckpt.exists():
+            blob = _load(ckpt)
+            if blob["config"] != asdict(self.config) or blob.get("init_head") != self.init_head:
+                raise PrivnluError(f"{ckpt} is from a run with other settings; use another --out")
+            self.model.load_state_dict(blob["model"])
+            self.head.load_state_dict(blob["head"])
+            state = blob["state"]
+        t0, done_now = time.time(), 0
+        if "clean_before" not in state["evals"]:
+            state["evals"]["clean_before"] = self.masked_accuracy(None)
+            self.log(f"masked-token accuracy, clean held-out text, before warm-up: {state['evals']['clean_before']:.4f}")
+        budget = self.phase_steps()
+        while state["phase"] < len(PHASES):
+            phase = PHASES[state["phase"]]
+            total = budget[phase]
+            self._set_trainable(phase)
+            opt = torch.optim.AdamW(self._params(phase), weight_decay=0.01)
+            sched = linear_warmup(opt, max(total, 1), 0.1)
+            if blob is not None and blob["state"]["phase"] == state["phase"] and "optimizer" in blob:
+                opt.load_state_dict(blob["optimizer"])
+                sched.load_state_dict(blob["scheduler"])
+            blob = None
+            while state["step"] < total:
+                if stop_after is not None and done_now >= stop_after:
+                    self._save(ckpt, state, opt, sched)
+                    return self._record(state, finished=False, seconds=time.time() - t0)
+                loss = self._step(phase, state["step"], state["data_seed"], opt, sched)
+                state["losses"][phase].append(loss)
+                state["step"] += 1
+                done_now += 1
+                if state["step"] % self.config.checkpoint_every == 0 or state["step"] == total:
+                    recent = state["losses"][phase][-self.config.checkpoint_every:]
+                    self.log(f"{phase} step {state['step']}/{total}: mean loss {sum(recent) / len(recent):.4f}")
+                    self._save(ckpt, state, opt, sched)
+            self._end_phase(phase, state)
+            state["phase"] += 1
+            state["step"] = 0
+            self._save(ckpt, state, None, None)
+        return self._finish(state, time.time() - t0)
+
+    def _end_phase(self, phase: str, state: dict) -> None:
+        if phase == "warmup":
+            state["evals"]["clean_after_warmup"] = self.masked_accuracy(None)
+            state["evals"]["private_after_warmup"] = self.masked_accuracy(self.config.eta)
+            torch_save_atomic(self.out / "mlm_head_warm.pt", {"head": self.head.state_dict()})
+            self.log(f"after warm-up: clean {state['evals']['clean_after_warmup']:.4f}, "
+                     f"privatized (eta={self.config.eta:g}) {state['evals']['private_after_warmup']:.4f}")
+        else:
+            state["evals"]["clean_after_adapt"] = self.masked_accuracy(None)
+            state["evals"]["private_after_adapt"] = self.masked_accuracy(self.config.eta)
+            self.log(f"after adaptation: clean {state['evals']['clean_after_adapt']:.4f}, "
+                     f"privatized {state['evals']['private_after_adapt']:.4f}")
+
+    def _save(self, path: Path, state: dict, opt, sched) -> None:
+        blob = {"config": asdict(self.config), "init_head": self.init_head, "model": self.model.state_dict(),
+                "head": self.head.state_dict(), "state": state}
+        if opt is not None:
+            blob.update(optimizer=opt.state_dict(), scheduler=sched.state_dict())
+        torch_save_atomic(path, blob)
+
+    def _finish(self, state: dict, seconds: float) -> dict:
+        enc_dir = self.out / "encoder"
+        tmp = self.out / ".encoder.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        self.model.save_pretrained(tmp)
+        self.tokenizer.save_pretrained(tmp)
+        shutil.rmtree(enc_dir, ignore_errors=True)
+        tmp.rename(enc_dir)
+        torch_save_atomic(self.out / "mlm_head.pt", {"head": self.head.state_dict()})
+        rec = self._record(state, finished=True, seconds=seconds)
+        write_json_atomic(self.out / "pretrain.json", rec)
+        return rec
+
+    def _record(self, state: dict, *, finished: bool, seconds: float) -> dict:
+        return {"kind": "dchi_pretrain", "model": self.model_name, **asdict(self.config), "init_head": self.init_head,
+                "finished": finished, "evals": dict(state["evals"]),
+                "loss_first": {ph: _mean(v[: self.config.checkpoint_every]) for ph, v in state["losses"].items()},
+                "loss_last": {ph: _mean(v[-self.config.checkpoint_every:]) for ph, v in state["losses"].items()},
+                "steps_done": {ph: len(v) for ph, v in state["losses"].items()}, "seconds_this_call": seconds,
+                "encoder_dir": str(self.out / "encoder") if finished else None}
+
+
+def _mean(v: list[float]) -> float | None:
+    return sum(v) / len(v) if v else None
+
+
+def _pad(seqs: list[torch.Tensor], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    from .private_finetune import pad
+
+    return pad(seqs, pad_id)
+
+
+def _load(path: Path) -> dict:
+    if not path.is_file():
+        raise PrivnluError(f"{path}: no such file")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False)
+    except Exception:
+        raise PrivnluError(f"{path} is corrupt or not a privnlu checkpoint; delete it to start over") from None

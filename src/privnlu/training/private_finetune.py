@@ -1,0 +1,322 @@
+"""Privacy-constrained fine-tuning (Qu et al. 2021, section 3.3, Figure 1, Tables 4-5).
+
+The user privatizes each example ONCE on the device and sends the result; the
+provider trains (for any number of epochs) and evaluates on privatized input
+only, and never updates the user-side parts. Four modes:
+
+* ``null``: no privacy; the provider fine-tunes everything on clean token ids.
+* ``sequence``: the user-side encoder (frozen) computes ``h(x)`` and sends
+  ``M_seq = h(x) + N``, N in R^d; the provider trains a head on it.
+* ``token``: the user-side embedding layer ``phi`` (frozen) gives ``M_rep``,
+  ``phi(x_i) + N_i`` for each regular token; the provider adds the public
+  [CLS]/[SEP] embeddings and the position (and segment) embeddings and
+  fine-tunes the rest of the encoder and the head. (Special tokens are never
+  noised by ``m_rep``, so privatizing the framed sequence is the same thing.)
+* ``text``: the user sends ``M_txt`` text; the provider fine-tunes everything,
+  its own copy of the embedding table included. (We pass the privatized token
+  ids rather than decoding and re-tokenizing the text; re-tokenization can only
+  split a WordPiece differently, which we do not model.)
+
+Encoders: ``transformer`` (a Hugging Face BERT-style model, default the
+packaged MiniLM, linear classifier on the pooled output) or ``bilstm``
+(:class:`~privnlu.models.bilstm.BiLSTMEncoder` on the same WordPiece table;
+``sequence`` mode needs a pretrained user-side encoder, so it is refused for
+the BiLSTM). Noise comes from a :class:`~privnlu.rng.SecretGenerator`.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch import nn
+
+from ..data import TextDataset, get_task
+from ..data import metrics as glue_metrics
+from ..data.tasks import TaskSpec
+from ..errors import PrivnluError
+from ..mechanisms.dchi import TokenSpace, check_eta, m_rep, m_seq, m_txt
+from ..models import MLPHead, load_encoder
+from ..models.bilstm import BiLSTMEncoder
+from ..models.encoder import SentenceEncoder, pool
+from ..models.features import extract_features
+from ..rng import SecretGenerator
+from .losses import targets_from_labels, task_loss
+from .trainer import linear_warmup
+
+MODES = ("null", "sequence", "token", "text")
+ENCODERS = ("transformer", "bilstm")
+PRIVATIZE_CHUNK = 256
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    """One fine-tuning run. Learning rates: ``lr`` transformer body, ``lstm_lr`` BiLSTM body, ``head_lr`` heads."""
+
+    mode: str
+    encoder: str = "transformer"
+    eta: float | None = None
+    epochs: int = 3
+    batch_size: int = 32
+    lr: float = 5e-5
+    lstm_lr: float = 1e-3
+    head_lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    lstm_hidden: int = 256
+    dropout: float = 0.1
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise PrivnluError(f"unknown mode '{self.mode}'; choose one of {', '.join(MODES)}")
+        if self.encoder not in ENCODERS:
+            raise PrivnluError(f"unknown encoder '{self.encoder}'; choose one of {', '.join(ENCODERS)}")
+        if self.mode == "null":
+            if self.eta is not None:
+                raise PrivnluError("mode 'null' takes no eta")
+        elif self.eta is None:
+            raise PrivnluError(f"mode '{self.mode}' needs an eta")
+        else:
+            check_eta(self.eta)
+        if self.mode == "sequence" and self.encoder == "bilstm":
+            raise PrivnluError("mode 'sequence' needs a pretrained user-side encoder; use --encoder transformer")
+        for name in ("epochs", "batch_size", "lstm_hidden"):
+            if getattr(self, name) < 1:
+                raise PrivnluError(f"{name.replace('_', '-')} must be >= 1")
+        for name in ("lr", "lstm_lr", "head_lr"):
+            v = getattr(self, name)
+            if not (v > 0 and math.isfinite(v)):
+                raise PrivnluError(f"the learning rate must be positive, not {v}")
+
+    @property
+    def body_lr(self) -> float:
+        return self.lr if self.encoder == "transformer" else self.lstm_lr
+
+
+@dataclass
+class Split:
+    """A tokenized split: per example ids and segment ids ([CLS] a [SEP] (b [SEP])), labels, and clean h(x)."""
+
+    ids: list[torch.Tensor]
+    types: list[torch.Tensor]
+    labels: torch.Tensor
+    features: torch.Tensor | None = None
+
+
+@dataclass
+class Prepared:
+    """Everything the runs of one task share: the encoder, the user-side token space, tokenized splits."""
+
+    task: TaskSpec
+    encoder: SentenceEncoder
+    space: TokenSpace
+    train: Split
+    dev: Split
+    max_length: int
+    model: str
+
+
+def prepare(task: str, *, model: str | Path | None = None, max_length: int = 128, train_limit: int | None = None,
+            dev_limit: int | None = None, data_dir: str | None = None, pooling: str = "cls",
+            sequence_features: bool = False, device: str = "cpu") -> Prepared:
+    """Load the task (the first ``train_limit`` / ``dev_limit`` examples), the encoder, and tokenize."""
+    if max_length < 4:
+        raise PrivnluError(f"--max-length must be at least 4, not {max_length}")
+    spec = get_task(task)
+    enc = load_encoder(model, pooling=pooling, device=device)
+    space = TokenSpace.from_model(enc.model, enc.tokenizer)
+    splits = []
+    for split, limit in (("train", train_limit), (spec.eval_splits[0], dev_limit)):
+        ds = spec.load(split, data_dir).head(limit)
+        splits.append(_tokenize(enc, ds, max_length, sequence_features))
+    return Prepared(spec, enc, space, splits[0], splits[1], max_length, str(model or "packaged MiniLM"))
+
+
+def _tokenize(enc: SentenceEncoder, ds: TextDataset, max_length: int, features: bool) -> Split:
+    if len(ds) == 0:
+        raise PrivnluError(f"{ds.name}/{ds.split} has no examples")
+    tok = enc.tokenizer(ds.texts_a, ds.texts_b, truncation=True, max_length=max_length)
+    types = tok.get("token_type_ids") or [[0] * len(x) for x in tok["input_ids"]]
+    labels = torch.tensor(ds.labels, dtype=torch.float32 if ds.is_regression else torch.long)
+    feats = extract_features(enc, ds.texts_a, ds.texts_b, max_length=max_length, progress=False) if features else None
+    return Split([torch.tensor(x) for x in tok["input_ids"]], [torch.tensor(t) for t in types], labels, feats)
+
+
+# -- the user side ----------------------------------------------------------
+
+def pad(seqs: list[torch.Tensor], value: float = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad 1-d (L,) or 2-d (L, n) tensors to a batch; also the attention mask."""
+    width = max(len(s) for s in seqs)
+    out = seqs[0].new_full((len(seqs), width, *seqs[0].shape[1:]), value)
+    mask = torch.zeros(len(seqs), width, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = s
+        mask[i, : len(s)] = 1
+    return out, mask
+
+
+def privatize_split(split: Split, mode: str, space: TokenSpace, eta: float | None, rng: SecretGenerator,
+                    pad_id: int) -> list[torch.Tensor]:
+    """What the user sends for each example: clean ids, M_txt ids, M_rep embeddings (L, n), or M_seq (d,)."""
+    if mode == "null":
+        return list(split.ids)
+    assert eta is not None
+    if mode == "sequence":
+        if split.features is None:
+            raise PrivnluError("sequence mode needs the user-side representations (prepare(sequence_features=True))")
+        return list(m_seq(split.features, eta, rng))
+    out: list[torch.Tensor] = []
+    for s in range(0, len(split.ids), PRIVATIZE_CHUNK):
+        chunk = split.ids[s : s + PRIVATIZE_CHUNK]
+        ids, mask = pad(chunk, pad_id)
+        priv = m_txt(space, ids, eta, rng, mask) if mode == "text" else m_rep(space, ids, eta, rng, mask)
+        out += [priv[i, : len(x)] for i, x in enumerate(chunk)]
+    return out
+
+
+# -- the provider side -------------------------------------------------------
+
+class Classifier(nn.Module):
+    """Provider model: an encoder body (HF transformer or BiLSTM) + dropout + a linear layer on ``h(x)``."""
+
+    def __init__(self, body: nn.Module, dim: int, num_outputs: int, *, pooling: str = "cls", dropout: float = 0.1) -> None:
+        super().__init__()
+        self.body = body
+        self.pooling = pooling
+        self.dropout = nn.Dropout(dropout)
+        self.out = nn.Linear(dim, num_outputs)
+
+    def forward(self, *, attention_mask: torch.Tensor, input_ids: torch.Tensor | None = None,
+                inputs_embeds: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        if isinstance(self.body, BiLSTMEncoder):
+            h = self.body(input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds)
+        else:
+            o = self.body(input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds,
+                          token_type_ids=token_type_ids)
+            h = pool(o, attention_mask, self.pooling)
+        return self.out(self.dropout(h))
+
+
+def build_model(prep: Prepared, config: FinetuneConfig) -> tuple[nn.Module, list[dict]]:
+    """The provider's model and its optimizer parameter groups; user-side parts get ``requires_grad=False``."""
+    num_out = model_outputs(prep.task)
+    device = prep.encoder.device
+    if config.mode == "sequence":
+        head = MLPHead(prep.encoder.dim, num_out, hidden=(prep.encoder.dim,), dropout=config.dropout).to(device)
+        return head, [{"params": list(head.parameters()), "lr": config.head_lr}]
+    if config.encoder == "transformer":
+        body = copy.deepcopy(prep.encoder.model)
+        dim = prep.encoder.dim
+    else:
+        body = BiLSTMEncoder(prep.space.embeddings, hidden=config.lstm_hidden, dropout=config.dropout,
+                             pad_id=prep.encoder.tokenizer.pad_token_id or 0)
+        dim = body.dim
+    model = Classifier(body, dim, num_out, pooling=prep.encoder.pooling, dropout=config.dropout).to(device)
+    if config.mode == "token":
+        body.get_input_embeddings().weight.requires_grad_(False)  # phi stays on the user side
+    body_params = [p for p in body.parameters() if p.requires_grad]
+    return model, [{"params": body_params, "lr": config.body_lr},
+                   {"params": list(model.out.parameters()), "lr": config.head_lr}]
+
+
+def collate(payload: list[torch.Tensor], types: list[torch.Tensor], mode: str, pad_id: int) -> dict[str, torch.Tensor]:
+    if mode == "token":
+        emb, mask = pad(payload, 0.0)
+        return {"inputs_embeds": emb, "attention_mask": mask, "token_type_ids": pad(types, 0)[0]}
+    ids, mask = pad(payload, pad_id)
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": pad(types, 0)[0]}
+
+
+def forward(model: nn.Module, payload: list[torch.Tensor], types: list[torch.Tensor], idx: torch.Tensor, mode: str,
+            pad_id: int) -> torch.Tensor:
+    device = next(model.parameters()).device
+    if mode == "sequence":
+        return model(torch.stack([payload[i] for i in idx.tolist()]).to(device))
+    batch = collate([payload[i] for i in idx.tolist()], [types[i] for i in idx.tolist()], mode, pad_id)
+    return model(**{k: v.to(device) for k, v in batch.items()})
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, payload: list[torch.Tensor], split: Split, task: TaskSpec, mode: str, pad_id: int,
+             batch_size: int = 128) -> dict[str, float]:
+    was = model.training
+    model.eval()
+    order = torch.arange(len(payload))
+    outs = [forward(model, payload, split.types, order[i : i + batch_size], mode, pad_id).float().cpu()
+            for i in range(0, len(payload), batch_size)]
+    model.train(was)
+    logits = torch.cat(outs)
+    pred = logits.squeeze(-1) if task.is_regression else logits.argmax(-1)
+    return glue_metrics.compute(task.metric, pred.numpy(), split.labels.numpy())
+
+
+@dataclass
+class FinetuneResult:
+    record: dict
+    model: nn.Module
+
+
+Payloads = tuple[list[torch.Tensor], list[torch.Tensor]]
+
+
+def privatize(prep: Prepared, mode: str, eta: float | None, rng: SecretGenerator) -> Payloads:
+    """The user side: privatize the train and dev examples once."""
+    pad_id = prep.encoder.tokenizer.pad_token_id or 0
+    return (privatize_split(prep.train, mode, prep.space, eta, rng, pad_id),
+            privatize_split(prep.dev, mode, prep.space, eta, rng, pad_id))
+
+
+def finetune(prep: Prepared, config: FinetuneConfig, *, rng: SecretGenerator | None = None,
+             payloads: Payloads | None = None, log: Callable[[str], None] | None = None) -> FinetuneResult:
+    """Train the provider model on privatized train data; evaluate on privatized dev data after each epoch.
+
+    ``payloads`` (from :func:`privatize` with the same mode and eta) lets several encoders share one
+    privatized copy of the data; otherwise it is drawn here from ``rng``.
+    """
+    pad_id = prep.encoder.tokenizer.pad_token_id or 0
+    t0 = time.time()
+    train_x, dev_x = payloads or privatize(prep, config.mode, config.eta, rng or SecretGenerator())
+    privatize_s = time.time() - t0
+    model, groups = build_model(prep, config)
+    targets = targets_from_labels(prep.train.labels, model_outputs(prep.task), regression=prep.task.is_regression)
+    n = len(train_x)
+    steps = math.ceil(n / config.batch_size) * config.epochs
+    opt = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
+    sched = linear_warmup(opt, steps, config.warmup_ratio)
+    shuffle = torch.Generator().manual_seed(config.seed if config.seed is not None else time.time_ns() % 2**62)
+    history = []
+    model.train()
+    for epoch in range(config.epochs):
+        t1, loss_sum = time.time(), 0.0
+        order = torch.randperm(n, generator=shuffle)
+        for s in range(0, n, config.batch_size):
+            idx = order[s : s + config.batch_size]
+            logits = forward(model, train_x, prep.train.types, idx, config.mode, pad_id)
+            loss = task_loss(logits, targets[idx].to(logits.device), regression=prep.task.is_regression)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            loss_sum += float(loss.detach()) * len(idx)
+        metrics = evaluate(model, dev_x, prep.dev, prep.task, config.mode, pad_id)
+        history.append({"epoch": epoch + 1, "train_loss": loss_sum / n, "seconds": time.time() - t1, "eval": metrics})
+        if log:
+            log(f"{prep.task.name} {config.encoder}/{config.mode} eta={config.eta} epoch {epoch + 1}: "
+                f"loss {loss_sum / n:.4f}, dev score {metrics['score']:.2f}")
+    record = {
+        "kind": "dchi_finetune", "task": prep.task.name, "model": prep.model, **asdict(config),
+        "body_lr": config.body_lr, "max_length": prep.max_length, "train_size": n, "dev_size": len(dev_x),
+        "score": history[-1]["eval"]["score"], "metrics": history[-1]["eval"], "history": history,
+        "privatize_seconds": privatize_s, "seconds": time.time() - t0,
+    }
+    return FinetuneResult(record, model)
+
+
+def model_outputs(task: TaskSpec) -> int:
+    return 1 if task.is_regression else len(task.label_names)
