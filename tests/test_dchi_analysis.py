@@ -123,8 +123,12 @@ def test_cli_analyses_and_report(capsys, tmp_path, tiny_model):
     (tmp_path / "inv.json").write_text(json.dumps(inv))
     assert main(["report", *map(str, outs), str(tmp_path / "inv.json"), "--out", str(tmp_path / "rep")]) == 0
     page = next((tmp_path / "rep").glob("*.html")).read_text()
-    assert "token inversion accuracy against eta" in page and "plausible deniability" in page
-    assert (tmp_path / "rep" / "dchi_inversion.png").exists()
+    assert "token inversion accuracy against eta" in page and "plausible deniability" in page and "privatized examples" in page
+    for fig in ("dchi_inversion", "dchi_geometry", "dchi_deniability"):
+        assert (tmp_path / "rep" / f"{fig}.png").exists()
+    den = json.loads(outs[2].read_text())
+    assert len(den["word_ids"]) == len(den["n_w"]) == len(den["s_w"]) == 64
+    assert abs(den["certified"] + den["stage2"] + den["brute"] - 1) < 1e-9
 
 
 def test_cli_calibrate_errors(capsys, tiny_model):
