@@ -111,7 +111,7 @@ def _terms(scores: torch.Tensor, c: torch.Tensor, tau: float) -> torch.Tensor:
 
 
 def min_plus_argmin(a: torch.Tensor, b: torch.Tensor, *, k: int = 64, k2: int = 256, tol: float = 1e-4,
-                    pair_block: int = 4096, stats: MinPlusStats | None = None) -> torch.Tensor:
+                    pair_block: int = 4096, brute_block: int = 64, stats: MinPlusStats | None = None) -> torch.Tensor:
     """Exact ``argmin_v a[w, v] - b[j, v]`` for every (w, j): a (W, J) long tensor (see the module docstring).
 
     ``a`` (W, V) and ``b`` (J, V) are float32. Exact means: equal to brute-force
@@ -180,10 +180,12 @@ def min_plus_argmin(a: torch.Tensor, b: torch.Tensor, *, k: int = 64, k2: int = 
     rest = torch.cat(left)
     stats.brute += len(rest)
     words, counts = rest[:, 0].unique_consecutive(return_counts=True)  # rows of ``nonzero`` come grouped by w
+    buf = torch.empty(min(brute_block, j_n), v_n)  # reused: no large allocation (page faults) per word
     for w, js in zip(words.tolist(), rest[:, 1].split(counts.tolist())):
-        bj = b if 2 * len(js) > j_n else b[js]
-        best_v = (a[w].unsqueeze(0) - bj).argmin(1)
-        out[w, js] = best_v[js] if bj is b else best_v
+        for q in range(0, len(js), brute_block):
+            jq = js[q : q + brute_block]
+            scores = torch.sub(a[w].unsqueeze(0), b[jq], out=buf[: len(jq)])
+            out[w, jq] = scores.argmin(1)
     return out
 
 
