@@ -90,9 +90,9 @@ def dchi_deniability(records: list[dict], ctx: Context) -> str | None:
         axes[0].hist(r["n_w"], bins=50, histtype="step", label=f"eta={r['eta']:g}")
         axes[1].hist(r["s_w"], bins=50, histtype="step", label=f"eta={r['eta']:g}")
     etas = [r["eta"] for r in recs]
-    for key, mark in (("n_w", "o-"), ("s_w", "s-")):
+    for key, mark, name in (("n_w", "o-", "N_w"), ("s_w", "s-", "S_w")):
         q = np.array([np.percentile(r[key], [25, 50, 75]) for r in recs])
-        axes[2].plot(etas, q[:, 1], mark, label=f"median {key.upper()}")
+        axes[2].plot(etas, q[:, 1], mark, label=f"median {name}")
         axes[2].fill_between(etas, q[:, 0], q[:, 2], alpha=0.2)
     axes[0].set_xlabel(f"N_w (of {recs[0]['draws']} draws)")
     axes[1].set_xlabel("S_w (distinct outputs)")
