@@ -97,8 +97,11 @@ def dchi_deniability(records: list[dict], ctx: Context) -> str | None:
     axes[0].set_xlabel(f"N_w (of {recs[0]['draws']} draws)")
     axes[1].set_xlabel("S_w (distinct outputs)")
     axes[2].set_xlabel("eta")
-    axes[2].set_ylabel("count (quartile band)")
-    axes[0].set_ylabel("tokens")
+    axes[2].set_ylabel("count (median, quartiles)")
+    axes[0].set_ylabel("tokens (log scale)")
+    for ax in axes[:2]:
+        ax.set_yscale("log")
+    fig.tight_layout()
     axes[0].legend(fontsize=7)
     axes[2].legend(fontsize=7)
     rows = [[r["eta"], r["words"], r["draws"], float(np.mean(r["n_w"])), float(np.median(r["n_w"])), float(np.mean(r["s_w"])),
