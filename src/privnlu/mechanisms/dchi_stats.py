@@ -23,17 +23,18 @@ How the plausible-deniability statistics stay exact yet fast
        the ``k`` tokens most aligned with ``N_j`` (largest ``B[j, .]``); the best
        candidate has score ``s*``;
     2. with ``c = min_v A[w, v] - max_v B[j, v]`` (a lower bound of every score)
-       and a temperature ``tau``, the mass ``S[w, j] = sum_v exp(-(s(w, j, v) - c) / tau)``
-       factorises: ``S = F_A F_B^T`` with ``F_A = exp(-(A - min A) / tau)`` and
-       ``F_B = exp(-(max B - B) / tau)``: one BLAS product, 2 W J V flops;
-    3. the mass of the non-candidates is ``R = S - sum_{candidates} exp(-(s - c)/tau)``,
-       and every non-candidate has ``exp(-(s - c)/tau) <= R``. If
-       ``R + err < exp(-(s* - c + tol)/tau)``, no non-candidate comes within
-       ``tol`` of ``s*``: the candidate is the exact argmin (``err`` bounds the
-       float32 rounding of the product, ``V u S`` with a factor 2 to spare,
-       plus underflow);
-    4. pairs not certified are retried per pair with ``k2`` candidates each side,
-       then searched over the whole vocabulary.
+       and a temperature ``tau``, ``exp(-(s(w, j, v) - c) / tau) = F_A[w, v] F_B[j, v]``
+       factorises, ``F_A = exp(-(A - min A) / tau)``, ``F_B = exp(-(max B - B) / tau)``.
+       Zeroing the candidates' entries (row ``w`` of ``F_A`` at the word's
+       candidates, row ``j`` of ``F_B`` at the draw's), one BLAS product
+       ``R = F_A' F_B'^T`` (2 W J V flops) is exactly the summed mass of the
+       NON-candidates of every pair, so each of them has ``exp(-(s - c)/tau) <= R``;
+    3. if ``R (1 + 4e-3) + V 1e-37 < exp(-(s* - c + tol)/tau)`` (float32 rounding of a
+       V-term non-negative dot product, ``V u``, doubled; plus underflow), no
+       non-candidate comes within ``tol`` of ``s*``: the candidate is the exact argmin;
+    4. pairs not certified are retried per pair with ``k2`` candidates each side
+       (the new candidates' mass subtracted from ``R``), then searched over the
+       whole vocabulary. ``tau`` is set per chunk so that ``exp(-(s* - c)/tau) >= e^-60``.
 
     The result equals brute-force search over the same float32 scores
     (tested), up to exact floating-point ties within ``tol``, which are
