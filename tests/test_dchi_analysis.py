@@ -11,8 +11,9 @@ import torch
 from privnlu.attacks.dchi_inversion import NearestNeighbourInversion, inversion_accuracy
 from privnlu.cli.main import main
 from privnlu.experiments import qu2021
-from privnlu.mechanisms.dchi import TokenSpace, m_txt
-from privnlu.mechanisms.dchi_stats import knn_distances, plausible_deniability
+from privnlu.mechanisms.dchi import TokenSpace, dchi_noise, m_txt
+from privnlu.mechanisms.dchi_stats import (MinPlusStats, brute_min_plus_argmin, knn_distances, min_plus_argmin, noise_bank,
+                                          plausible_deniability)
 from privnlu.rng import SecretGenerator
 
 
@@ -38,14 +39,36 @@ def test_knn_distances_match_brute_force(small_space):
         assert got[k] == pytest.approx(srt[:, k].mean().item(), rel=1e-4)
 
 
-def test_deniability_fast_path_equals_full_search(small_space):
-    """The certified candidate shortcut gives exactly the full-vocabulary answer (same noise bank)."""
-    for eta in (10.0, 120.0):
-        fast = plausible_deniability(small_space, eta, gen(1), draws=60, stages=(4, 32))
-        full = plausible_deniability(small_space, eta, gen(1), draws=60, stages=(1,), tol=float("inf"))  # nothing certified
-        assert full.certified == 0
-        assert torch.equal(fast.n_w, full.n_w) and torch.equal(fast.s_w, full.s_w)
-    assert fast.certified > 0.5  # the shortcut does apply at eta = 120
+def test_min_plus_argmin_equals_brute_force(small_space):
+    """The certified fast path returns exactly the full-search argmin, through each of its steps."""
+    e, sq = small_space.regular, small_space.regular_sq
+    a = torch.addmm(sq.unsqueeze(0), e[:200], e.T, beta=1.0, alpha=-2.0)
+    seen = MinPlusStats()
+    for eta, seed in ((3.0, 0), (10.0, 1), (40.0, 2), (120.0, 3), (1e4, 4)):
+        b = 2.0 * (dchi_noise(300, e.shape[1], eta, gen(seed)) @ e.T)
+        ref = brute_min_plus_argmin(a, b)
+        for k, k2 in ((2, 2), (4, 16), (16, 64)):
+            st = MinPlusStats()
+            assert torch.equal(min_plus_argmin(a, b, k=k, k2=k2, stats=st), ref), (eta, k, k2)
+            assert st.certified + st.stage2 + st.brute == st.pairs == a.shape[0] * b.shape[0]
+            for f in ("certified", "stage2", "brute"):
+                setattr(seen, f, getattr(seen, f) + getattr(st, f))
+    assert seen.certified > 0 and seen.stage2 > 0 and seen.brute > 0  # every step was exercised
+
+
+def test_deniability_fast_equals_independent_float64_search(small_space):
+    """N_w and S_w equal those of an independent float64 nearest-neighbour search on the same noise bank."""
+    draws, eta = 80, 30.0
+    rows = torch.arange(0, 590, 7)
+    fast = plausible_deniability(small_space, eta, gen(11), draws=draws, rows=rows, word_chunk=1000, k=4, k2=16)
+    bank = noise_bank(draws, small_space.dim, eta, gen(11)).double()  # one chunk: the same first bank
+    e = small_space.regular.double()
+    for i, w in enumerate(rows.tolist()):
+        out = torch.cdist(e[w] + bank, e).argmin(1)
+        assert fast.n_w[i] == (out == w).sum() and fast.s_w[i] == out.unique().numel()
+    slow = plausible_deniability(small_space, eta, gen(11), draws=draws, rows=rows, word_chunk=1000, exact_search=True)
+    assert torch.equal(fast.n_w, slow.n_w) and torch.equal(fast.s_w, slow.s_w) and slow.brute == 1.0
+    assert 0 < fast.certified <= 1 and abs(fast.certified + fast.stage2 + fast.brute - 1) < 1e-9
 
 
 def test_deniability_limits_and_agreement_with_m_txt(small_space):
@@ -100,8 +123,12 @@ def test_cli_analyses_and_report(capsys, tmp_path, tiny_model):
     (tmp_path / "inv.json").write_text(json.dumps(inv))
     assert main(["report", *map(str, outs), str(tmp_path / "inv.json"), "--out", str(tmp_path / "rep")]) == 0
     page = next((tmp_path / "rep").glob("*.html")).read_text()
-    assert "token inversion accuracy against eta" in page and "plausible deniability" in page
-    assert (tmp_path / "rep" / "dchi_inversion.png").exists()
+    assert "token inversion accuracy against eta" in page and "plausible deniability" in page and "privatized examples" in page
+    for fig in ("dchi_inversion", "dchi_geometry", "dchi_deniability"):
+        assert (tmp_path / "rep" / f"{fig}.png").exists()
+    den = json.loads(outs[2].read_text())
+    assert len(den["word_ids"]) == len(den["n_w"]) == len(den["s_w"]) == 64
+    assert abs(den["certified"] + den["stage2"] + den["brute"] - 1) < 1e-9
 
 
 def test_cli_calibrate_errors(capsys, tiny_model):

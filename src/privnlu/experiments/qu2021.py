@@ -67,8 +67,9 @@ def deniability(space: TokenSpace, eta: float, rng: SecretGenerator, *, draws: i
     """Figure 4: N_w and S_w for every regular token (or a uniform sample of ``sample`` tokens)."""
     rows = None if sample is None or sample >= len(space.regular_ids) else rng.choice(len(space.regular_ids), sample).sort().values
     d = plausible_deniability(space, eta, rng, draws=draws, rows=rows)
-    return {"kind": "dchi", "analysis": "deniability", "eta": eta, "draws": draws, "words": len(d.word_ids),
-            "n_w": d.n_w.tolist(), "s_w": d.s_w.tolist(), "certified": d.certified, "seconds": d.seconds}
+    return {"kind": "dchi", "analysis": "deniability", "eta": eta, "draws": draws, "words": len(d.word_ids), "dim": space.dim,
+            "word_ids": d.word_ids.tolist(), "n_w": d.n_w.tolist(), "s_w": d.s_w.tolist(), "certified": d.certified,
+            "stage2": d.stage2, "brute": d.brute, "seconds": d.seconds}
 
 
 def inversion(space: TokenSpace, tokens: torch.Tensor, etas: tuple[float, ...], rng: SecretGenerator, *, task: str) -> dict:
