@@ -254,3 +254,31 @@ def test_cli_payload_bad_input(capsys, tmp_path, tiny_model, toy_glue):
     _, enc1, _ = encode_file(capsys, tmp_path / "one", tiny_model, toy_glue, "--epochs", "1")
     code = main(["attack", "reconstruct", *base, "--payload", str(enc1), "--out", str(tmp_path / "o.json")])
     assert code == 2 and "too few encodings to cluster" in capsys.readouterr().err
+
+
+def test_cli_reconstruct_plain_and_dp(capsys, tmp_path, tiny_model, toy_glue):
+    import json
+
+    from privnlu.cli.main import main
+
+    base = ["--task", "sst2", "--data-dir", str(toy_glue), "--model", str(tiny_model), "--cache-dir", str(tmp_path / "c"),
+            "--quiet", "--seed", "0", "--queries", "12", "--epochs", "4", "--aux-size", "40", "--pairs", "2000", "--sim-releases", "1"]
+    out = tmp_path / "r.json"
+    assert main(["attack", "reconstruct", *base, "--conditions", "0:1,1:2", "--out", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    assert rec["recipe"] == "privnlu.experiments.xie2021" and set(rec["conditions"]) == {"m0-k1", "m1-k2"}
+    assert set(rec["conditions"]["m0-k1"]["methods"]) == {"greedy", "clique", "nmf"}
+    assert rec["conditions"]["m0-k1"]["methods"]["nmf"]["success"] >= 90  # no defence
+    assert main(["attack", "reconstruct", *base, "--conditions", "16:2", "--dp-mechanism", "laplace", "--dp-epsilon", "8",
+                 "--calibration", "paper", "--methods", "nmf", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    c = json.loads(out.read_text())["conditions"]["m16-k2"]
+    assert c["dp_calibration"]["valid_dp_guarantee"] is False and "NOT a valid DP guarantee" in err
+
+
+def test_xie2021_recipe_holds_the_papers_settings():
+    from privnlu.experiments import xie2021
+
+    assert xie2021.TABLE1_CONDITIONS == ("1:1", "1:2", "1:4", "1:6") and xie2021.N_PRIVATE * xie2021.EPOCHS == 5000
+    assert [c.split(":")[0] for c in xie2021.FIGURE1_CONDITIONS] == ["1", "16", "64", "256", "1024", "4096"]
+    assert xie2021.DP_EPSILONS == (0.1, 1, 2, 4, 8, 10, 15, 20)

@@ -187,8 +187,7 @@ def run_invert(args: argparse.Namespace) -> int:
 
 
 def run_reconstruct(args: argparse.Namespace) -> int:
-    from ..attacks.audit import reconstruction_audit
-    from ..attacks.threat import RECONSTRUCTION_THREAT, Corpus
+    from ..experiments.xie2021 import DPSetting, reconstruction_record, reconstruction_sweep
 
     methods, config = reconstruction_settings(args, args.epochs)
     if args.payload:
@@ -201,47 +200,19 @@ def run_reconstruct(args: argparse.Namespace) -> int:
     conds = _conditions(args.conditions)
     require(not any(c.random for c in conds), "reconstruct takes M:K conditions (or baseline, mix-only, texthide), not random")
     require(args.epochs >= 2, "too few encodings to cluster: use --epochs 2 or more")
+    dp = None
     if args.dp_mechanism is not None:
         from ..mechanisms.dp import check_privacy_params
 
         require(args.dp_epsilon is not None, "--dp-mechanism needs --dp-epsilon")
         check_privacy_params(args.dp_epsilon, args.dp_delta)
         require(args.dp_clip > 0, f"the clipping bound C must be > 0, not {args.dp_clip}")
+        dp = DPSetting(args.dp_mechanism, args.dp_epsilon, args.dp_delta, args.dp_clip, args.calibration)
     _, prep = _prepare(args)
-    assert prep.train_x is not None
-    n_total = len(prep.train)
-    require(args.queries + args.aux_size <= n_total,
-            f"--queries {args.queries} private plus --aux-size {args.aux_size} auxiliary examples exceed the {n_total} available")
-    g = torch.Generator().manual_seed(args.seed if args.seed is not None else 0)  # which examples; not a secret
-    order = torch.randperm(n_total, generator=g)
-    priv, aux = order[: args.queries], order[args.queries : args.queries + args.aux_size]
-    labels = torch.tensor(prep.train.labels)
-    auxiliary = Corpus([prep.train.texts_a[i] for i in aux.tolist()], prep.train_x[aux], labels[aux])
-    candidates = Corpus(prep.train.texts_a, prep.train_x)
-    texts = [prep.train.texts_a[i] for i in priv.tolist()]
-    results = {}
-    for cond in conds:
-        mech = None
-        if args.dp_mechanism is not None:
-            from ..mechanisms.dp import calibrate
-
-            cal = calibrate(args.dp_mechanism, epsilon=args.dp_epsilon, delta=args.dp_delta, clip=args.dp_clip,
-                            dim=prep.train_x.shape[1], k=cond.k, epochs=args.epochs, calibration=args.calibration)
-            mech = cal.mechanism
-            if not cal.valid:
-                say(f"WARNING: --calibration paper is NOT a valid DP guarantee; this release is only ({cal.epsilon:.4g}, {cal.delta:g})-DP")
-        results[cond.name] = reconstruction_audit(prep.train_x[priv], labels[priv], cond, _rng(args), epochs=args.epochs,
-                                                  auxiliary=auxiliary, candidates=candidates, private_texts=texts,
-                                                  config=config, methods=methods, mechanism=mech,
-                                                  num_labels=len(prep.task.label_names))
-        if mech is not None:
-            results[cond.name]["dp_calibration"] = cal.to_json()
-        r = results[cond.name]
-        say(f"  {cond.name:>10}: " + ", ".join(f"{m} {v['success']:.0f}% (cos {v['cosine_to_truth']})" for m, v in r["methods"].items())
-            + f"; attack {r['attack_seconds']:.0f} s")
-    rec = _record(args, "reconstruct", RECONSTRUCTION_THREAT, prep, results, t0, corpus=f"{prep.task.name}/train",
-                  corpus_size=len(candidates), epochs=args.epochs, aux_size=args.aux_size,
-                  config={k: v for k, v in config.__dict__.items()})
+    results = reconstruction_sweep(prep, conds, queries=args.queries, epochs=args.epochs, aux_size=args.aux_size,
+                                   methods=methods, config=config, dp=dp, seed=args.seed, log=say)
+    rec = reconstruction_record(prep, results, queries=args.queries, epochs=args.epochs, aux_size=args.aux_size,
+                                config=config, seed=args.seed, t0=t0)
     write_json_atomic(args.out, rec)
     say(f"wrote {args.out}")
     return 0
