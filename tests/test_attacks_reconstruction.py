@@ -8,7 +8,8 @@ import torch
 from privnlu.attacks import RECONSTRUCTION_THREAT, AttackerView, Corpus
 from privnlu.attacks.audit import Condition, reconstruction_audit, score_reconstruction
 from privnlu.attacks.reconstruction import (PairScorer, ReconstructionAttack, ReconstructionConfig, clique_clusters,
-                                            greedy_clusters, label_coefficients, membership, solve_originals)
+                                            greedy_clusters, label_coefficients, membership, nmf_clusters, solve_alternating,
+                                            solve_originals)
 from privnlu.errors import PrivnluError
 from privnlu.mechanisms.release import hide_dataset
 from privnlu.mechanisms.texthide import TextHide
@@ -52,6 +53,50 @@ def test_label_coefficients_split_each_class_mass():
     assert lam[1, 0] == pytest.approx(1.0) and mask.sum().item() == 4
 
 
+def known_mixes(seed=0):
+    """200 masked mixes of two of five originals, with lambda exact and the two in different classes."""
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(5, 16, generator=g)
+    slots = torch.randint(0, 5, (200, 2), generator=g)
+    slots[:, 1] = (slots[:, 0] + 1 + torch.randint(0, 4, (200,), generator=g)) % 5
+    lam = torch.rand(200, 1, generator=g) * 0.6 + 0.2
+    lam = torch.cat([lam, 1 - lam], 1)
+    signs = torch.where(torch.rand(200, 16, generator=g) < 0.5, -1.0, 1.0)
+    return X, slots, lam, signs * (lam[:, :, None] * X[slots]).sum(1)
+
+
+def test_alternating_least_squares_under_abs_recovers_known_mixes():
+    X, slots, lam, enc = known_mixes()
+    rec = solve_alternating(enc, slots, torch.ones(200, 2, dtype=torch.bool), lam, 5, iters=60, restarts=4)
+    assert torch.nn.functional.cosine_similarity(rec.abs(), X.abs()).min() > 0.99
+    # and it does need the mixes: with the slots shuffled across encodings it recovers far less
+    wrong = slots[torch.randperm(200, generator=torch.Generator().manual_seed(1))]
+    bad = solve_alternating(enc, wrong, torch.ones(200, 2, dtype=torch.bool), lam, 5, iters=60, restarts=4)
+    assert torch.nn.functional.cosine_similarity(bad.abs(), X.abs()).mean() < 0.97
+
+
+def test_nmf_clustering_recovers_overlapping_groups_from_poor_seeds():
+    """8 originals, 240 encodings each holding 2 of them; seeds are the true groups with half their members
+    replaced at random. The factorisation of the affinity repairs them (each seed's best match is its group)."""
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(8, 64, generator=g)
+    slots = torch.stack([torch.arange(240) % 8, (torch.arange(240) % 8 + 1 + torch.randint(0, 7, (240,), generator=g)) % 8], 1)
+    feats = (X[slots] * torch.tensor([0.6, 0.4])[None, :, None]).sum(1).abs()
+    feats = feats - feats.mean(0)
+    member = torch.zeros(240, 8)
+    member[torch.arange(240)[:, None], slots] = 1.0
+    seeds = []
+    for j in range(8):
+        true = member[:, j].nonzero()[:, 0]
+        keep = true[torch.randperm(len(true), generator=g)[: len(true) // 2]]
+        seeds.append(torch.cat([keep, torch.randint(0, 240, (len(true) // 2,), generator=g)]))
+    seed_purity = torch.stack([member[c, j].mean() for j, c in enumerate(seeds)]).mean()
+    groups = nmf_clusters(feats, 8, 60, seeds)
+    purity = torch.stack([member[c].sum(0).max() / len(c) for c in groups]).mean()
+    found = {int(member[c].sum(0).argmax()) for c in groups}
+    assert purity > seed_purity + 0.15 and len(found) == 8
+
+
 def test_least_squares_under_abs_recovers_known_mixes():
     g = torch.Generator().manual_seed(0)
     X = torch.randn(5, 16, generator=g)
@@ -72,7 +117,7 @@ def test_attack_reaches_100_percent_without_defence():
     r = reconstruction_audit(x, y, Condition("none", 0, 1), SecretGenerator(0, warn=False), epochs=8,
                              auxiliary=Corpus([""] * len(aux), aux), config=SMALL)
     assert r["methods"]["clique"]["success"] >= 95 and r["methods"]["clique"]["cosine_to_truth"] > 0.99
-    assert r["methods"]["greedy"]["success"] >= 80
+    assert r["methods"]["greedy"]["success"] >= 80 and r["methods"]["nmf"]["success"] >= 95
     assert r["n_encodings"] == 160 and r["pair_train_accuracy"] > 0.9
 
 
@@ -84,9 +129,9 @@ def test_attack_is_at_chance_on_encodings_of_random_vectors():
     noise = torch.randn(payload.x.shape, generator=torch.Generator().manual_seed(5))  # encodings of random vectors
     view = AttackerView(RECONSTRUCTION_THREAT, encodings=noise, mixed_labels=payload.y,
                         scheme={"m": "0", "k": 1, "epochs": 8}, auxiliary=Corpus([""] * len(aux), aux))
-    results = ReconstructionAttack(SMALL, ("clique",)).run(view)
-    s = score_reconstruction(results[0].recovered, results[0].clusters, membership(key.partners, 30), x)
-    assert s["success"] <= 100 * 4 / 30  # chance: 1 of 30 per original; binomial(30, 1/30) > 4 has p < 0.01
+    for r in ReconstructionAttack(SMALL, ("clique", "nmf")).run(view):
+        s = score_reconstruction(r.recovered, r.clusters, membership(key.partners, 30), x)
+        assert s["success"] <= 100 * 4 / 30, r.method  # chance: 1 of 30 per original; binomial(30, 1/30) > 4 has p < 0.01
 
 
 @pytest.mark.parametrize("scheme,enc_rows,match", [
@@ -143,3 +188,99 @@ def test_least_squares_chunking_does_not_change_the_solution():
     big = _descend(x0, a, slots, mask, same, mass, steps=20, lr=0.05)
     small = _descend(x0, a, slots, mask, same, mass, steps=20, lr=0.05, chunk_floats=200)  # one coordinate per chunk
     assert torch.allclose(big[0], small[0], atol=1e-5) and torch.allclose(big[1], small[1], atol=1e-6)
+
+
+def test_mixed_labels_have_the_tasks_width_even_when_a_class_is_absent():
+    from privnlu.attacks.audit import one_hot
+
+    assert one_hot(torch.tensor([0, 1, 1]), 3).shape == (3, 3)  # a 3-class task whose sample lacks class 2
+    assert one_hot(torch.tensor([0, 1, 1])).shape == (3, 2)  # no task given: inferred
+    with pytest.raises(PrivnluError, match="0..1"):
+        one_hot(torch.tensor([0, 2]), 2)
+    x, y, aux = data()
+    r = reconstruction_audit(x, torch.zeros_like(y), Condition("none", 0, 1), SecretGenerator(0, warn=False), epochs=8,
+                             auxiliary=Corpus([""] * len(aux), aux), config=SMALL, methods=("clique",), num_labels=2)
+    assert r["methods"]["clique"]["success"] >= 95
+
+
+# -- attacking a user's own encoding file --------------------------------------------
+def encode_file(capsys, tmp_path, tiny_model, toy_glue, *extra):
+    from privnlu.cli.main import main
+
+    out, key = tmp_path / "enc.pt", tmp_path / "key.pt"
+    base = ["--task", "sst2", "--data-dir", str(toy_glue), "--model", str(tiny_model), "--cache-dir", str(tmp_path / "c"), "--quiet"]
+    assert main(["encode", *base, "--m", "4", "--k", "2", "--epochs", "4", "--batch-size", "60", "--seed", "0",
+                 "--out", str(out), "--key-out", str(key), *extra]) == 0
+    capsys.readouterr()
+    return base, out, key
+
+
+def test_cli_attacks_a_shared_encoding_file(capsys, tmp_path, tiny_model, toy_glue):
+    import json
+
+    from privnlu.cli.main import main
+
+    base, enc, _ = encode_file(capsys, tmp_path, tiny_model, toy_glue)
+    s_out, r_out = tmp_path / "s.json", tmp_path / "r.json"
+    assert main(["attack", "search", *base, "--payload", str(enc), "--out", str(s_out)]) == 0
+    rec = json.loads(s_out.read_text())
+    assert rec["mode"] == "payload" and rec["n_encodings"] == 240 and len(rec["answers"]) == 240
+    assert rec["threat_model"]["key_material"] is False and -1 <= rec["mean_cosine"] <= 1
+    assert main(["attack", "reconstruct", "--data-dir", str(toy_glue), "--model", str(tiny_model), "--cache-dir",
+                 str(tmp_path / "c"), "--quiet", "--payload", str(enc), "--aux-size", "60", "--pairs", "2000",
+                 "--sim-releases", "1", "--methods", "clique,nmf", "--out", str(r_out)]) == 0  # task from the file
+    rec = json.loads(r_out.read_text())
+    assert rec["task"] == "sst2" and rec["payload_meta"]["k"] == 2 and rec["payload_meta"]["epochs"] == 4
+    for m in ("clique", "nmf"):
+        assert rec["methods"][m]["groups"] == 60 and len(rec["methods"][m]["answers"]) == 60
+        assert all(isinstance(a["sentence"], str) for a in rec["methods"][m]["answers"])
+
+
+def test_cli_payload_bad_input(capsys, tmp_path, tiny_model, toy_glue):
+    from privnlu.cli.main import main
+
+    base, enc, key = encode_file(capsys, tmp_path, tiny_model, toy_glue)
+    junk = tmp_path / "junk.pt"
+    junk.write_text("not a tensor file")
+    cases = [(["--payload", str(key)], "is a key file"), (["--payload", str(junk)], "not a privnlu encoding file"),
+             (["--payload", str(tmp_path / "missing.pt")], "no such file")]
+    for cmd in ("search", "reconstruct"):
+        for extra, match in cases:
+            out = tmp_path / "o.json"
+            code = main(["attack", cmd, *base, *extra, "--out", str(out)])
+            err = capsys.readouterr().err.strip().splitlines()
+            assert code == 2 and match in err[-1] and not out.exists(), (cmd, extra, err)
+    (tmp_path / "one").mkdir()
+    _, enc1, _ = encode_file(capsys, tmp_path / "one", tiny_model, toy_glue, "--epochs", "1")
+    code = main(["attack", "reconstruct", *base, "--payload", str(enc1), "--out", str(tmp_path / "o.json")])
+    assert code == 2 and "too few encodings to cluster" in capsys.readouterr().err
+
+
+def test_cli_reconstruct_plain_and_dp(capsys, tmp_path, tiny_model, toy_glue):
+    import json
+
+    from privnlu.cli.main import main
+
+    base = ["--task", "sst2", "--data-dir", str(toy_glue), "--model", str(tiny_model), "--cache-dir", str(tmp_path / "c"),
+            "--quiet", "--seed", "0", "--queries", "12", "--epochs", "4", "--aux-size", "40", "--pairs", "2000", "--sim-releases", "1"]
+    out = tmp_path / "r.json"
+    assert main(["attack", "reconstruct", *base, "--conditions", "0:1,1:2", "--out", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    assert rec["recipe"] == "privnlu.experiments.xie2021" and set(rec["conditions"]) == {"m0-k1", "m1-k2"}
+    assert set(rec["conditions"]["m0-k1"]["methods"]) == {"greedy", "clique", "nmf"}
+    assert rec["conditions"]["m0-k1"]["methods"]["nmf"]["success"] >= 90  # no defence
+    assert main(["attack", "reconstruct", *base, "--conditions", "16:2", "--dp-mechanism", "laplace", "--dp-epsilon", "8",
+                 "--calibration", "paper", "--methods", "nmf", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    c = json.loads(out.read_text())["conditions"]["m16-k2"]
+    assert c["dp_calibration"]["valid_dp_guarantee"] is False and "NOT a valid DP guarantee" in err
+
+
+def test_xie2021_recipe_holds_the_papers_settings():
+    from privnlu.experiments import xie2021
+
+    assert xie2021.TABLE1_CONDITIONS == ("1:1", "1:2", "1:4", "1:6") and xie2021.N_PRIVATE * xie2021.EPOCHS == 5000
+    assert [c.split(":")[0] for c in xie2021.FIGURE1_CONDITIONS] == ["1", "16", "64", "256", "1024", "4096"]
+    from privnlu.experiments import xie2022
+
+    assert xie2022.PAPER_EPSILONS == (0.1, 1, 2, 4, 8, 10, 15, 20) and xie2022.ATTACK_CONDITION == "16:4"

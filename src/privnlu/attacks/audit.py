@@ -63,16 +63,25 @@ def parse_condition(text: str) -> Condition:
         raise PrivnluError(f"unknown condition '{text}'; use baseline, mix-only, texthide, random or M:K (e.g. 16:4)") from None
 
 
-def one_hot(labels: torch.Tensor) -> torch.Tensor:
+def one_hot(labels: torch.Tensor, num_labels: int | None = None) -> torch.Tensor:
+    """One-hot rows over the task's ``num_labels`` classes (a mixed label's width must not depend on which
+    classes the attacked sample happens to contain). ``None`` (Python callers without a task) infers
+    ``max + 1``."""
+    from ..training.losses import targets_from_labels
+
     labels = labels.long()
-    return torch.nn.functional.one_hot(labels, int(labels.max()) + 1 if len(labels) else 1).float()
+    if num_labels is None:
+        num_labels = int(labels.max()) + 1 if len(labels) else 1
+    if len(labels) and (int(labels.min()) < 0 or int(labels.max()) >= num_labels):
+        raise PrivnluError(f"labels must lie in 0..{num_labels - 1} for a task with {num_labels} classes")
+    return targets_from_labels(labels, num_labels, regression=False)
 
 
 def release(x: torch.Tensor, labels: torch.Tensor, cond: Condition, rng: SecretGenerator, *, batch_size: int = 64,
-            hider: TextHide | None = None) -> tuple[SharedPayload, torch.Tensor, TextHide]:
+            hider: TextHide | None = None, num_labels: int | None = None) -> tuple[SharedPayload, torch.Tensor, TextHide]:
     """Defender side: encode ``x`` once; returns (payload, truth, hider), truth[i] = private index of encoding i."""
     hider = hider or TextHide(cond.m, cond.k, dim=x.shape[1], rng=rng)
-    payload, key = hide_dataset(hider, x, one_hot(labels), epochs=1, batch_size=batch_size)
+    payload, key = hide_dataset(hider, x, one_hot(labels, num_labels), epochs=1, batch_size=batch_size)
     return payload, key.partners[:, 0].clone(), hider
 
 
@@ -105,7 +114,8 @@ def search_audit(corpus: Corpus, query_idx: torch.Tensor, conditions: tuple[Cond
         if cond.random:
             out[cond.name] = {**cond.to_json(), "metrics": _random_guess(corpus, texts_q, labels_q, embed, guess_seed)}
             continue
-        payload, truth, _ = release(corpus.x[query_idx], labels_q, cond, rng, batch_size=batch_size)
+        payload, truth, _ = release(corpus.x[query_idx], labels_q, cond, rng, batch_size=batch_size,
+                                    num_labels=int(corpus.labels.max()) + 1)  # classes of the whole corpus, not the sample
         view = AttackerView(SEARCH_THREAT, encodings=payload.x, scheme={"m": m_label(cond.m), "k": cond.k}, candidates=corpus)
         res = SimilaritySearch().run(view)
         out[cond.name] = {**cond.to_json(), "metrics": _scores(res.index, truth, corpus, texts_q, labels_q, embed),
@@ -121,13 +131,14 @@ def inversion_audit(train_x: torch.Tensor, train_labels: torch.Tensor, dev: Corp
         raise PrivnluError("the inversion audit needs dev labels (for the Label metric)")
     texts_q = [dev.texts[i] for i in query_idx.tolist()]
     labels_q = dev.labels[query_idx]
+    n_classes = int(max(train_labels.max(), dev.labels.max())) + 1
     out: dict[str, dict] = {}
     for cond in conditions:
         if cond.random:
             out[cond.name] = {**cond.to_json(), "metrics": _random_guess(dev, texts_q, labels_q, embed, guess_seed)}
             continue
-        known, known_truth, hider = release(train_x, train_labels, cond, rng, batch_size=batch_size)
-        payload, truth, _ = release(dev.x[query_idx], labels_q, cond, rng, batch_size=batch_size, hider=hider)
+        known, known_truth, hider = release(train_x, train_labels, cond, rng, batch_size=batch_size, num_labels=n_classes)
+        payload, truth, _ = release(dev.x[query_idx], labels_q, cond, rng, batch_size=batch_size, hider=hider, num_labels=n_classes)
         view = AttackerView(INVERSION_THREAT, encodings=payload.x, scheme={"m": m_label(cond.m), "k": cond.k},
                             candidates=dev, known_pairs=(train_x[known_truth], known.x))
         attack = RepresentationInversion(config)
@@ -169,7 +180,8 @@ def score_reconstruction(recovered: torch.Tensor, clusters: list[torch.Tensor], 
 
 def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Condition, rng: SecretGenerator, *,
                          epochs: int, auxiliary: Corpus, candidates: Corpus | None = None, private_texts: list[str] | None = None,
-                         config=None, methods: tuple[str, ...] = ("greedy", "clique"), mechanism=None) -> dict:
+                         config=None, methods: tuple[str, ...] = ("greedy", "clique", "nmf"), mechanism=None,
+                         num_labels: int | None = None) -> dict:
     """Xie & Hong 2021 setting: release ``private_x`` ``epochs`` times under ``cond`` (one batch), attack, score.
 
     With ``mechanism`` (a :class:`~privnlu.mechanisms.dp.EncodingMechanism`) the release is DP instance
@@ -187,7 +199,7 @@ def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Co
         from ..mechanisms.dp import DPTextHide
 
         hider = DPTextHide(cond.m, cond.k, dim=private_x.shape[1], rng=rng, mechanism=mechanism)
-    payload, key = hide_dataset(hider, private_x, one_hot(labels), epochs=epochs, batch_size=n)
+    payload, key = hide_dataset(hider, private_x, one_hot(labels, num_labels), epochs=epochs, batch_size=n)
     member = membership(key.partners, n, key.public)
     view = AttackerView(RECONSTRUCTION_THREAT, encodings=payload.x, mixed_labels=payload.y,
                         scheme={"m": m_label(cond.m), "k": cond.k, "epochs": epochs, "dim": private_x.shape[1]},

@@ -10,13 +10,18 @@ Given ``N`` encodings ``e`` of ``n`` unknown private representations (each encod
    scored from per-encoding projections without building concatenated pairs
    (:class:`PairScorer`);
 3. clusters the encodings into one group per original: the greedy threshold
-   method (:func:`greedy_clusters`) and clique growth as Carlini et al. do
-   (:func:`clique_clusters`);
+   method (:func:`greedy_clusters`), clique growth as Carlini et al. do
+   (:func:`clique_clusters`), and symmetric NMF of the affinity matrix started
+   from the clique groups (:func:`nmf_clusters`), which uses every pair score
+   at once (transitivity) instead of thresholding pairs one by one;
 4. recovers the mixing coefficients from the mixed labels
    (:func:`label_coefficients`);
-5. solves ``min_{X, lambda} sum_e || |sum_{c in S(e)} lambda_ec X_c| - a_e ||^2``
-   by gradient descent, the least squares under ``abs()`` of the paper's
-   equations 5-8 (:func:`solve_originals`);
+5. solves ``min_{X} sum_e || |sum_{c in S(e)} lambda_ec X_c| - a_e ||^2``, the
+   least squares under ``abs()`` of the paper's equations 5-8, by alternating
+   projections (:func:`solve_alternating`: fix the signs ``s_e = sign(sum
+   lambda X)``, then ``X`` is an ordinary sparse least squares; a few random
+   starts, best per coordinate), or by gradient descent on ``X`` and the
+   coefficients (:func:`solve_originals`, solver ``"adam"``);
 6. maps each recovered vector to a sentence by nearest-neighbour search
    (cosine between absolute values) over the attacker's corpus.
 
@@ -41,7 +46,8 @@ from ..rng import SecretGenerator
 from .search import CosineIndex
 from .threat import Attack, AttackerView, Grant
 
-CLUSTERINGS = ("greedy", "clique")
+CLUSTERINGS = ("greedy", "clique", "nmf")
+SOLVERS = ("alternating", "adam")
 
 
 @dataclass(frozen=True)
@@ -55,8 +61,12 @@ class ReconstructionConfig:
     pairs_per_release: int = 40000  # half positive, half negative
     train_epochs: int = 3
     lr: float = 2e-3
-    ls_steps: int = 300
+    solver: str = "alternating"  # least squares under abs: "alternating" projections or "adam"
+    ls_steps: int = 300  # adam steps
     ls_lr: float = 0.05
+    ls_iters: int = 60  # alternating-projection iterations
+    ls_restarts: int = 4
+    nmf_iters: int = 150
     block: int = 32  # rows of the pair matrix scored at once (small blocks avoid page-fault storms)
     threshold: float = 0.0  # logit threshold for "share an original"
     seed: int | None = 0
@@ -64,7 +74,10 @@ class ReconstructionConfig:
     def __post_init__(self) -> None:
         for name in ("hidden", "rank", "sim_releases", "sim_epochs", "pairs_per_release", "train_epochs", "ls_steps", "block"):
             require(getattr(self, name) >= 1, f"reconstruction: {name} must be >= 1")
+        for name in ("ls_iters", "ls_restarts", "nmf_iters"):
+            require(getattr(self, name) >= 1, f"reconstruction: {name} must be >= 1")
         require(self.lr > 0 and self.ls_lr > 0, "reconstruction: learning rates must be positive")
+        require(self.solver in SOLVERS, f"reconstruction: unknown solver '{self.solver}'; choose from {', '.join(SOLVERS)}")
 
 
 def features(enc: torch.Tensor) -> torch.Tensor:
@@ -220,6 +233,28 @@ def clique_clusters(scores: torch.Tensor, n: int, k: int, size: int, threshold: 
     return clusters
 
 
+def nmf_clusters(feats: torch.Tensor, n: int, size: int, seeds: list[torch.Tensor], *, iters: int = 150) -> list[torch.Tensor]:
+    """Symmetric NMF: ``A ~ H H^T`` with ``A = max(0, cos(f_a, f_b))`` (zero diagonal) and ``H >= 0`` of shape (N, n),
+    by the multiplicative update ``H <- H o (1/2 + 1/2 (A H) / (H H^T H))`` (Ding et al. 2005), started from the
+    ``seeds`` groups; group j is the ``size`` encodings with the largest ``H[:, j]``.
+
+    Every encoding of an original shares it with all ``k * epochs`` others, so the affinity matrix is close to
+    ``M M^T`` for the membership matrix ``M``: a factorisation uses all pair scores together, where clique growth
+    thresholds them one at a time."""
+    require(len(seeds) >= 1, "nmf clustering needs at least one seed group")
+    fn = nn.functional.normalize(feats, dim=1)
+    A = (fn @ fn.T).clamp_min_(0.0)
+    A.fill_diagonal_(0.0)
+    H = torch.full((len(feats), len(seeds)), 0.01)
+    for j, members in enumerate(seeds):
+        H[members, j] = 1.0
+    H *= 0.1
+    for _ in range(iters):
+        H.mul_(0.5 + 0.5 * (A @ H) / (H @ (H.T @ H)).clamp_min(1e-12))
+    top = H.topk(min(size, len(feats)), dim=0).indices
+    return [top[:, j].sort().values for j in range(H.shape[1])]
+
+
 def label_coefficients(clusters: list[torch.Tensor], y: torch.Tensor, n_enc: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Step 4. Each group's label is ``argmax(mean_{e in group} y_e - mean_all y)`` (its original contributes to
     every member); an encoding's weight on the groups of class ``a`` sums to its mixed label ``y_e[a]`` and is
@@ -245,6 +280,47 @@ def label_coefficients(clusters: list[torch.Tensor], y: torch.Tensor, n_enc: int
     fallback = mask.float() / mask.sum(1, keepdim=True).clamp_min(1)
     lam = torch.where(total > 1e-6, lam / total.clamp_min(1e-12), fallback)  # drop mass of classes with no group
     return slots, mask, lam, cls
+
+
+def _sparse_rows(slots: torch.Tensor, mask: torch.Tensor, lam: torch.Tensor, n_groups: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The (N, n) mixing matrix ``L[e, c] = sum of lambda_ej over slots j of e in group c`` and its transpose, sparse."""
+    import warnings
+
+    rows = torch.arange(len(slots))[:, None].expand_as(slots)[mask]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch: "sparse CSR support is in beta"
+        L = torch.sparse_coo_tensor(torch.stack([rows, slots[mask]]), lam[mask].float(), (len(slots), n_groups)).coalesce()
+        return L.to_sparse_csr(), L.t().coalesce().to_sparse_csr()
+
+
+def solve_alternating(enc: torch.Tensor, slots: torch.Tensor, mask: torch.Tensor, lam: torch.Tensor, n_groups: int, *,
+                      iters: int, restarts: int = 4, gen: torch.Generator | None = None) -> torch.Tensor:
+    """Step 5 by alternating projections (Gerchberg-Saxton style phase retrieval, per coordinate).
+
+    With ``L`` the (N, n) mixing matrix (coefficients from the labels) and ``a = |e|``, the objective
+    ``sum_e || |(L X)_e| - a_e ||^2`` equals ``min_s || L X - s o a ||^2`` over sign matrices ``s``. Alternate
+    ``s = sign(L X)`` and ``X = (L^T L + eps I)^{-1} L^T (s o a)`` (one Cholesky factor, sparse products). Each of
+    ``restarts`` starts (magnitudes with random signs; the first all positive) runs ``iters`` rounds; the loss is
+    a sum over coordinates, so each coordinate keeps its best start."""
+    a = enc.abs().float()
+    N, d = a.shape
+    used = mask.any(1)
+    a, slots, mask, lam = a[used], slots[used], mask[used], lam[used]
+    L, LT = _sparse_rows(slots, mask, lam, n_groups)
+    G = (LT @ L.to_dense()) + 1e-4 * torch.eye(n_groups)
+    chol = torch.linalg.cholesky(G)
+    r = restarts if slots.shape[1] > 1 and bool(mask[:, 1:].any()) else 1  # no mixing: signs are not identifiable
+    A = a.repeat(1, r)  # (N, r * d): all starts in one matrix
+    X = torch.cholesky_solve(LT @ A, chol)
+    gen = gen or torch.Generator().manual_seed(0)
+    signs = torch.where(torch.rand(X.shape, generator=gen) < 0.5, -1.0, 1.0)
+    signs[:, :d] = 1.0
+    X = X.abs() * signs
+    for _ in range(iters):
+        X = torch.cholesky_solve(LT @ torch.where(L @ X >= 0, A, -A), chol)
+    per_coord = (((L @ X).abs() - A) ** 2).mean(0).view(r, d)
+    pick = per_coord.argmin(0)
+    return X.view(n_groups, r, d)[:, pick, torch.arange(d)].contiguous()
 
 
 def solve_originals(enc: torch.Tensor, slots: torch.Tensor, mask: torch.Tensor, lam0: torch.Tensor, cls: torch.Tensor,
@@ -364,18 +440,28 @@ class ReconstructionAttack(Attack):
         scorer, self.pair_train_accuracy = train_scorer(a, b, lab, cfg, gen)
         t["train_pair_network"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        scores = scorer.score_all(features(enc), cfg.block)
+        feats = features(enc)
+        scores = scorer.score_all(feats, cfg.block)
         t["score_pairs"] = time.perf_counter() - t0
         index = CosineIndex(view.candidates.x.abs()) if view.candidates is not None else None
         out = []
+        clique: list[torch.Tensor] | None = None  # nmf starts from the clique groups
         for method in self.methods:
             t1 = time.perf_counter()
-            clusters = (greedy_clusters(scores, n, k, cfg.threshold) if method == "greedy"
-                        else clique_clusters(scores, n, k, size=int(round(k * epochs * 1.25)), threshold=cfg.threshold))
-            t_cl = time.perf_counter() - t1
+            if method == "greedy":
+                clusters = greedy_clusters(scores, n, k, cfg.threshold)
+            else:
+                if clique is None:
+                    clique = clique_clusters(scores, n, k, size=int(round(k * epochs * 1.25)), threshold=cfg.threshold)
+                clusters = clique if method == "clique" else nmf_clusters(feats, n, k * epochs, clique, iters=cfg.nmf_iters)
+            t_cl = time.perf_counter() - t1  # for nmf: includes its clique seeds when they were not run already
             t1 = time.perf_counter()
             slots, mask, lam0, cls = label_coefficients(clusters, y, len(enc))
-            rec = solve_originals(enc, slots, mask, lam0, cls, len(clusters), steps=cfg.ls_steps, lr=cfg.ls_lr)
+            if cfg.solver == "alternating":
+                rec = solve_alternating(enc, slots, mask, lam0, len(clusters), iters=cfg.ls_iters, restarts=cfg.ls_restarts,
+                                        gen=torch.Generator().manual_seed(cfg.seed or 0))
+            else:
+                rec = solve_originals(enc, slots, mask, lam0, cls, len(clusters), steps=cfg.ls_steps, lr=cfg.ls_lr)
             t_ls = time.perf_counter() - t1
             sent = index.search(rec.abs(), 1)[1][:, 0] if index is not None and len(rec) else None
             out.append(ReconstructionResult(method, clusters, rec, sent,

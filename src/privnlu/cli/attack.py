@@ -29,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     s = asub.add_parser("search", help="FAISS similarity search with privatized representations (TextHide section 4.4)")
     _common(s, queries=1000, conditions="baseline,mix-only,texthide,random")
+    _payload_arg(s)
     s.set_defaults(func=run_search)
 
     v = asub.add_parser("invert", help="learn encoding -> original with an MLP, then search (TextHide appendix C.3)")
@@ -43,7 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--epochs", type=positive_int, default=50, help="encodings per private example (default: 50)")
     r.add_argument("--aux-size", type=positive_int, default=2000,
                    help="attacker's same-distribution examples, disjoint from the private ones (default: 2000)")
-    r.add_argument("--methods", default="greedy,clique", help="clustering methods (default: greedy,clique)")
+    r.add_argument("--methods", default="greedy,clique,nmf", help="clustering methods (default: greedy,clique,nmf)")
+    r.add_argument("--solver", default="alternating", choices=["alternating", "adam"],
+                   help="least squares under abs: alternating projections (default) or Adam on X and the coefficients")
     r.add_argument("--sim-releases", type=positive_int, default=3, help="simulated releases for the pair network (default: 3)")
     r.add_argument("--pairs", type=positive_int, default=40000, help="training pairs per simulated release (default: 40000)")
     r.add_argument("--dp-mechanism", choices=["gaussian", "laplace"],
@@ -51,13 +54,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--dp-epsilon", type=float, help="target epsilon per example for the whole release (with --dp-mechanism)")
     r.add_argument("--dp-delta", type=float, default=1e-5)
     r.add_argument("--dp-clip", type=float, default=1.0, help="clipping bound C (default: 1)")
-    r.add_argument("--calibration", default="correct", choices=["correct", "paper"],
+    r.add_argument("--dp-calibration", "--calibration", dest="calibration", default="correct", choices=["correct", "paper"],
                    help="DP calibration; 'paper' is NOT a valid DP guarantee")
+    _payload_arg(r)
     r.set_defaults(func=run_reconstruct)
 
 
 def _common(p: argparse.ArgumentParser, *, queries: int, conditions: str) -> None:
-    p.add_argument("--task", required=True, help="a classification task, e.g. cola, sst2, tweets")
+    p.add_argument("--task", help="a classification task, e.g. cola, sst2, tweets (with --payload: default the file's task)")
     p.add_argument("--data-dir", help="GLUE data folder (default: $PRIVNLU_DATA, else ../shared/data/glue)")
     p.add_argument("--model", help="encoder folder (default: packaged all-MiniLM-L6-v2)")
     p.add_argument("--pooling", default="cls", choices=["cls", "pooler", "mean"])
@@ -73,12 +77,23 @@ def _common(p: argparse.ArgumentParser, *, queries: int, conditions: str) -> Non
     p.add_argument("--quiet", action="store_true")
 
 
+def _payload_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--payload", metavar="FILE",
+                   help="attack this shared encoding file (written by 'privnlu encode') instead of encoding a task; "
+                        "reads only the shared file, never a key file. There is no ground truth, so the output is the "
+                        "attacker's answer (nearest sentences and cosines), not a success rate")
+
+
 def _conditions(text: str):
     from ..attacks.audit import parse_condition
 
     conds = tuple(parse_condition(c.strip()) for c in text.split(",") if c.strip())
     require(bool(conds), "--conditions is empty")
     return conds
+
+
+def _need_task(args: argparse.Namespace) -> None:
+    require(args.task is not None, "--task is required (or attack a file with --payload)")
 
 
 def _prepare(args: argparse.Namespace, *, train_limit: int | None = None):
@@ -120,6 +135,11 @@ def run_search(args: argparse.Namespace) -> int:
     from ..attacks.audit import search_audit
     from ..attacks.threat import SEARCH_THREAT, Corpus
 
+    if args.payload:
+        from .attack_payload import search_payload
+
+        return search_payload(args)
+    _need_task(args)
     warn_seed(args)
     t0 = time.time()
     conds = _conditions(args.conditions)
@@ -142,6 +162,7 @@ def run_invert(args: argparse.Namespace) -> int:
     from ..attacks.threat import INVERSION_THREAT, Corpus
     from .common import int_list
 
+    _need_task(args)
     warn_seed(args)
     t0 = time.time()
     conds = _conditions(args.conditions)
@@ -166,63 +187,47 @@ def run_invert(args: argparse.Namespace) -> int:
 
 
 def run_reconstruct(args: argparse.Namespace) -> int:
-    from ..attacks.audit import reconstruction_audit
-    from ..attacks.reconstruction import CLUSTERINGS, ReconstructionConfig
-    from ..attacks.threat import RECONSTRUCTION_THREAT, Corpus
+    from ..experiments.xie2021 import reconstruction_record, reconstruction_sweep
 
+    methods, config = reconstruction_settings(args, args.epochs)
+    if args.payload:
+        from .attack_payload import reconstruct_payload
+
+        return reconstruct_payload(args, methods)
+    _need_task(args)
     warn_seed(args)
     t0 = time.time()
     conds = _conditions(args.conditions)
     require(not any(c.random for c in conds), "reconstruct takes M:K conditions (or baseline, mix-only, texthide), not random")
-    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
-    for m in methods:
-        require(m in CLUSTERINGS, f"unknown clustering '{m}'; choose from {', '.join(CLUSTERINGS)}")
     require(args.epochs >= 2, "too few encodings to cluster: use --epochs 2 or more")
-    config = ReconstructionConfig(sim_releases=args.sim_releases, sim_epochs=min(args.epochs, 20), pairs_per_release=args.pairs,
-                                  seed=args.seed if args.seed is not None else 0)
+    dp = None
     if args.dp_mechanism is not None:
-        from ..mechanisms.dp import check_privacy_params
+        from ..mechanisms.dp import DPSettings
 
         require(args.dp_epsilon is not None, "--dp-mechanism needs --dp-epsilon")
-        check_privacy_params(args.dp_epsilon, args.dp_delta)
-        require(args.dp_clip > 0, f"the clipping bound C must be > 0, not {args.dp_clip}")
+        dp = DPSettings(mechanism=args.dp_mechanism, epsilon=args.dp_epsilon, delta=args.dp_delta, clip=args.dp_clip,
+                        calibration=args.calibration)
     _, prep = _prepare(args)
-    assert prep.train_x is not None
-    n_total = len(prep.train)
-    require(args.queries + args.aux_size <= n_total,
-            f"--queries {args.queries} private plus --aux-size {args.aux_size} auxiliary examples exceed the {n_total} available")
-    g = torch.Generator().manual_seed(args.seed if args.seed is not None else 0)  # which examples; not a secret
-    order = torch.randperm(n_total, generator=g)
-    priv, aux = order[: args.queries], order[args.queries : args.queries + args.aux_size]
-    labels = torch.tensor(prep.train.labels)
-    auxiliary = Corpus([prep.train.texts_a[i] for i in aux.tolist()], prep.train_x[aux], labels[aux])
-    candidates = Corpus(prep.train.texts_a, prep.train_x)
-    texts = [prep.train.texts_a[i] for i in priv.tolist()]
-    results = {}
-    for cond in conds:
-        mech = None
-        if args.dp_mechanism is not None:
-            from ..mechanisms.dp import calibrate
-
-            cal = calibrate(args.dp_mechanism, epsilon=args.dp_epsilon, delta=args.dp_delta, clip=args.dp_clip,
-                            dim=prep.train_x.shape[1], k=cond.k, epochs=args.epochs, calibration=args.calibration)
-            mech = cal.mechanism
-            if not cal.valid:
-                say(f"WARNING: --calibration paper is NOT a valid DP guarantee; this release is only ({cal.epsilon:.4g}, {cal.delta:g})-DP")
-        results[cond.name] = reconstruction_audit(prep.train_x[priv], labels[priv], cond, _rng(args), epochs=args.epochs,
-                                                  auxiliary=auxiliary, candidates=candidates, private_texts=texts,
-                                                  config=config, methods=methods, mechanism=mech)
-        if mech is not None:
-            results[cond.name]["dp_calibration"] = cal.to_json()
-        r = results[cond.name]
-        say(f"  {cond.name:>10}: " + ", ".join(f"{m} {v['success']:.0f}% (cos {v['cosine_to_truth']})" for m, v in r["methods"].items())
-            + f"; attack {r['attack_seconds']:.0f} s")
-    rec = _record(args, "reconstruct", RECONSTRUCTION_THREAT, prep, results, t0, corpus=f"{prep.task.name}/train",
-                  corpus_size=len(candidates), epochs=args.epochs, aux_size=args.aux_size,
-                  config={k: v for k, v in config.__dict__.items()})
+    results = reconstruction_sweep(prep, conds, queries=args.queries, epochs=args.epochs, aux_size=args.aux_size,
+                                   methods=methods, config=config, dp=dp, seed=args.seed, log=say)
+    rec = reconstruction_record(prep, results, queries=args.queries, epochs=args.epochs, aux_size=args.aux_size,
+                                config=config, seed=args.seed, t0=t0)
     write_json_atomic(args.out, rec)
     say(f"wrote {args.out}")
     return 0
+
+
+def reconstruction_settings(args: argparse.Namespace, epochs: int):
+    """(clustering methods, the attacker's :class:`ReconstructionConfig`) from the command line."""
+    from ..attacks.reconstruction import CLUSTERINGS, ReconstructionConfig
+
+    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    require(bool(methods), "--methods is empty")
+    for m in methods:
+        require(m in CLUSTERINGS, f"unknown clustering '{m}'; choose from {', '.join(CLUSTERINGS)}")
+    config = ReconstructionConfig(sim_releases=args.sim_releases, sim_epochs=max(2, min(epochs, 20)), pairs_per_release=args.pairs,
+                                  solver=args.solver, seed=args.seed if args.seed is not None else 0)
+    return methods, config
 
 
 def _summary(results: dict) -> None:

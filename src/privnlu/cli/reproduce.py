@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..experiments import huang2020, xie2022
+from ..experiments import huang2020, xie2021, xie2022
 from ..experiments.pipeline import RunSpec
 from ..training import TrainConfig
 from .common import add_recipe_args, say, warn_seed
@@ -16,6 +16,12 @@ RECIPES = {
                          "TextHide Table 1: baseline vs intra vs inter on SST-2, CoLA, MRPC, RTE, STS-B and tweets"),
     "huang2020-figure2": (lambda out, base, tasks, progress: huang2020.figure2(out, task=tasks[0] if tasks else "sst2", base=base, progress=progress),
                           "TextHide Figure 2: the m x k sweep on SST-2"),
+    "xie2021-table1": (lambda out, base, tasks, progress: xie2021.table1(out, tasks=tasks or xie2021.TASKS, base=base, progress=progress),
+                       "Xie & Hong 2021 Table 1: reconstruction attack, k in {1,2,4,6}, m = 1, 100 x 50 encodings, CoLA and SST-2"),
+    "xie2021-figure1": (lambda out, base, tasks, progress: xie2021.figure1(out, tasks=tasks or xie2021.TASKS, base=base, progress=progress),
+                        "Xie & Hong 2021 Figure 1: reconstruction attack, m in {1,...,4096}, k = 4"),
+    "xie2022-figure2-attack": (lambda out, base, tasks, progress: xie2022.figure2(out, tasks=tasks or ("cola",), base=base, progress=progress),
+                               "Xie & Hong 2022 Figure 2: reconstruction attack vs epsilon on DP TextHide (16, 4), both calibrations"),
     "xie2022-figure1": (lambda out, base, tasks, progress: xie2022.figure1(out, tasks=tasks or xie2022.FIGURE1_TASKS, base=base, progress=progress),
                         "DP instance encoding Figure 1: utility vs epsilon (Laplace, Gaussian; correct and paper calibration) "
                         "on SST-2 and CoLA, beside TextHide (16, 4) and the baseline"),

@@ -14,7 +14,7 @@ TITLES = {
 
 
 def _attacks(records: list[dict], names: set[str]) -> list[dict]:
-    return [r for r in records if r.get("kind") == "attack" and r.get("attack") in names]
+    return [r for r in records if r.get("kind") == "attack" and r.get("attack") in names and r.get("mode") != "payload"]
 
 
 @section("attack_leakage", "Attacks: leakage of privatized representations", order=40)
@@ -58,3 +58,22 @@ def attack_reconstruction(records: list[dict], ctx: Context) -> str | None:
         out += (f"<h3>{html.escape(r['task'])}: {r['n_queries']} private examples x {r.get('epochs')} epochs</h3>"
                 + table(head + ["seconds"], rows))
     return out
+
+
+@section("attack_payload", "Attacks on a user's own encoding file", order=42)
+def attack_payload(records: list[dict], ctx: Context) -> str | None:
+    runs = [r for r in records if r.get("kind") == "attack" and r.get("mode") == "payload"]
+    if not runs:
+        return None
+    rows = []
+    for r in runs:
+        meta = r.get("payload_meta", {})
+        if r["attack"] == "search":
+            rows.append([r["payload"], "search", meta.get("m"), meta.get("k"), r["n_encodings"], "-", r.get("mean_cosine")])
+        else:
+            for m, v in r.get("methods", {}).items():
+                rows.append([r["payload"], f"reconstruct ({m})", meta.get("m"), meta.get("k"), r["n_encodings"], v["groups"], v["mean_cosine"]])
+    return ("<p>No key is read, so there is no success rate: the mean cosine between each answer (an encoding, or a "
+            "recovered original) and its nearest candidate sentence's representation. High values mean the encodings "
+            "map back to specific sentences; the per-item answers are in the results JSON.</p>"
+            + table(["file", "attack", "m", "k", "encodings", "recovered originals", "mean cosine"], rows))

@@ -1,0 +1,135 @@
+"""``privnlu attack search|reconstruct --payload FILE``: an auditor attacks a user's own shared encoding file.
+
+The file is a :class:`~privnlu.mechanisms.release.SharedPayload` written by
+``privnlu encode``: encodings, mixed labels and public metadata (m, k, epochs,
+task). Only that file is read: never a key file. With no key there is no ground
+truth, so the results JSON holds the attacker's answer (per encoding or per
+recovered original: the nearest candidate sentence and its cosine), which the
+user can compare with their own data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from ..errors import PrivnluError, require
+from ..io import write_json_atomic
+from ..mechanisms.release import SharedPayload
+from ..mechanisms.texthide import parse_m
+from .common import say, warn_seed
+
+#: how many per-item answers the JSON lists (the summary covers all of them)
+MAX_LISTED = 1000
+
+
+def load_shared(path: str) -> SharedPayload:
+    """Load and check a shared encoding file; a key file or anything else is refused with one line."""
+    from pathlib import Path
+
+    require(Path(path).is_file(), f"--payload {path}: no such file")
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception:
+        raise PrivnluError(f"--payload {path}: not a privnlu encoding file") from None
+    if isinstance(blob, dict) and "partners" in blob:
+        raise PrivnluError(f"--payload {path} is a key file; an attacker never reads key material: pass the shared file")
+    payload = SharedPayload.load(path)
+    x, y = payload.x, payload.y
+    require(isinstance(x, torch.Tensor) and x.ndim == 2 and len(x) > 0, f"--payload {path}: encodings must be a non-empty (N, d) matrix")
+    require(isinstance(y, torch.Tensor) and len(y) == len(x), f"--payload {path}: {len(x)} encodings but {len(y)} mixed labels")
+    require(bool(torch.isfinite(x).all()), f"--payload {path}: encodings contain NaN or infinite values")
+    return payload
+
+
+def _task_and_prep(args: argparse.Namespace, payload: SharedPayload):
+    from .attack import _prepare
+
+    args.task = args.task or payload.meta.get("task")
+    require(args.task is not None, "--payload: the file names no task; pass --task (the attacker's candidate and auxiliary data)")
+    _, prep = _prepare(args)
+    assert prep.train_x is not None
+    require(payload.x.shape[1] == prep.train_x.shape[1],
+            f"attack data have mismatched dimensions: the payload's encodings are {payload.x.shape[1]}-d, "
+            f"the attacker's {prep.task.name} representations {prep.train_x.shape[1]}-d")
+    return prep
+
+
+def _record(args, attack: str, threat, prep, payload: SharedPayload, t0: float, **extra) -> dict:
+    from .. import __version__
+
+    public = {k: payload.meta.get(k) for k in ("m", "k", "epochs", "n_examples", "inter", "task", "split", "encoder")}
+    return {"kind": "attack", "attack": attack, "mode": "payload", "privnlu": __version__, "payload": str(args.payload),
+            "payload_meta": public, "task": prep.task.name, "threat_model": threat.to_json(), "encoder": prep.encoder.name,
+            "pooling": prep.encoder.pooling, "n_encodings": len(payload.x), "experiment_seed": args.seed,
+            "note": "no ground truth (no key is read): these are the attacker's answers", "seconds": round(time.time() - t0, 2), **extra}
+
+
+def search_payload(args: argparse.Namespace) -> int:
+    """Nearest candidate sentence (cosine, FAISS) for every encoding in the file."""
+    from ..attacks.search import SimilaritySearch
+    from ..attacks.threat import SEARCH_THREAT, AttackerView, Corpus
+
+    warn_seed(args)
+    t0 = time.time()
+    payload = load_shared(args.payload)
+    prep = _task_and_prep(args, payload)
+    corpus = Corpus(prep.train.texts_a, prep.train_x)
+    view = AttackerView(SEARCH_THREAT, encodings=payload.x.float(),
+                        scheme={k: payload.meta[k] for k in ("m", "k") if k in payload.meta}, candidates=corpus)
+    res = SimilaritySearch().run(view)
+    answers = [{"encoding": i, "sentence": corpus.texts[int(j)], "cosine": round(float(c), 4)}
+               for i, (j, c) in enumerate(zip(res.index[:MAX_LISTED], res.cosine[:MAX_LISTED]))]
+    rec = _record(args, "search", SEARCH_THREAT, prep, payload, t0, corpus=f"{prep.task.name}/train", corpus_size=len(corpus),
+                  mean_cosine=round(float(res.cosine.mean()), 4), answers=answers, answers_listed=len(answers))
+    write_json_atomic(args.out, rec)
+    say(f"searched {len(payload.x)} encodings; mean cosine to the nearest candidate {rec['mean_cosine']}; wrote {args.out}")
+    return 0
+
+
+def reconstruct_payload(args: argparse.Namespace, methods: tuple[str, ...]) -> int:
+    """The Xie & Hong 2021 attack on the file: one recovered vector and nearest sentence per original."""
+    from ..attacks.reconstruction import ReconstructionAttack
+    from ..attacks.threat import RECONSTRUCTION_THREAT, AttackerView, Corpus
+    from .attack import reconstruction_settings
+
+    warn_seed(args)
+    t0 = time.time()
+    payload = load_shared(args.payload)
+    meta = payload.meta
+    for key in ("m", "k", "epochs"):
+        require(key in meta, f"--payload {args.payload}: the file does not state '{key}'")
+    epochs, k = int(meta["epochs"]), int(meta["k"])
+    parse_m(meta["m"])
+    require(not meta.get("inter", False), "--payload: the reconstruction attack models TextHide-intra; this file is TextHide-inter")
+    require(epochs >= 2, f"too few encodings to cluster: the file encodes each example {epochs} time(s); the attack needs 2 or more")
+    methods, config = reconstruction_settings(args, epochs)
+    prep = _task_and_prep(args, payload)
+    g = torch.Generator().manual_seed(args.seed if args.seed is not None else 0)  # which examples; not a secret
+    aux_idx = torch.randperm(len(prep.train), generator=g)[: args.aux_size]
+    labels = torch.tensor(prep.train.labels)
+    auxiliary = Corpus([prep.train.texts_a[i] for i in aux_idx.tolist()], prep.train_x[aux_idx], labels[aux_idx])
+    candidates = Corpus(prep.train.texts_a, prep.train_x)
+    view = AttackerView(RECONSTRUCTION_THREAT, encodings=payload.x.float(), mixed_labels=payload.y.float(),
+                        scheme={"m": meta["m"], "k": k, "epochs": epochs, "dim": payload.x.shape[1]},
+                        auxiliary=auxiliary, candidates=candidates)
+    attack = ReconstructionAttack(config, methods)
+    results = attack.run(view)
+    out = {}
+    for r in results:
+        xa = torch.nn.functional.normalize(r.recovered.abs(), dim=1)
+        ca = torch.nn.functional.normalize(candidates.x[torch.as_tensor(r.sentence_index)].abs().float(), dim=1)
+        cos = (xa * ca).sum(1)
+        out[r.method] = {"groups": len(r.clusters), "seconds": {k2: round(v, 2) for k2, v in r.seconds.items()},
+                         "mean_cosine": round(float(cos.mean()), 4),
+                         "answers": [{"group": i, "size": len(c), "sentence": candidates.texts[int(j)], "cosine": round(float(s), 4)}
+                                     for i, (c, j, s) in enumerate(zip(r.clusters, r.sentence_index, cos))][:MAX_LISTED]}
+    rec = _record(args, "reconstruct", RECONSTRUCTION_THREAT, prep, payload, t0, corpus=f"{prep.task.name}/train",
+                  corpus_size=len(candidates), aux_size=len(auxiliary), pair_train_accuracy=attack.pair_train_accuracy,
+                  methods=out, config=dict(config.__dict__))
+    write_json_atomic(args.out, rec)
+    say(f"reconstructed {len(payload.x)} encodings into " + ", ".join(f"{m}: {v['groups']} originals" for m, v in out.items())
+        + f"; wrote {args.out}")
+    return 0
