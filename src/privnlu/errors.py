@@ -16,3 +16,8 @@ def require(condition: bool, message: str) -> None:
     """Raise :class:`PrivnluError` with ``message`` unless ``condition`` holds."""
     if not condition:
         raise PrivnluError(message)
+
+
+def require_choice(what: str, value: object, choices) -> None:
+    """Raise :class:`PrivnluError` ("unknown <what> '<value>'; choose one of ...") unless ``value`` is in ``choices``."""
+    require(value in choices, f"unknown {what} '{value}'; choose one of {', '.join(map(str, choices))}")

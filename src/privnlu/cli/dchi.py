@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import PrivnluError
+from ..errors import PrivnluError, require_choice
 from ..experiments import qu2021
 from ..io import write_json_atomic
 from ..mechanisms.dchi import load_token_space
@@ -85,8 +85,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    if args.analysis not in ANALYSES:
-        raise PrivnluError(f"unknown analysis '{args.analysis}'; choose one of {', '.join(ANALYSES)}")
+    require_choice("analysis", args.analysis, ANALYSES)
     qu2021.check_etas((args.eta,))
     rng = _rng(args)
     space, tok = load_token_space(args.model)

@@ -17,7 +17,7 @@ import torch
 from .. import __version__
 from ..data import TextDataset, get_task, load_public_corpus
 from ..data.tasks import TaskSpec
-from ..errors import PrivnluError
+from ..errors import PrivnluError, require_choice
 from ..io import write_json_atomic
 from ..mechanisms.dp import DPSettings, DPTextHide
 from ..mechanisms.texthide import MaskPool, TextHide, check_k, m_label, parse_m
@@ -59,10 +59,8 @@ class RunSpec:
     train: TrainConfig = field(default_factory=TrainConfig)
 
     def __post_init__(self) -> None:
-        if self.scheme not in SCHEMES:
-            raise PrivnluError(f"unknown scheme '{self.scheme}'; choose one of {', '.join(SCHEMES)}")
-        if self.mode not in MODES:
-            raise PrivnluError(f"unknown mode '{self.mode}'; choose one of {', '.join(MODES)}")
+        require_choice("scheme", self.scheme, SCHEMES)
+        require_choice("mode", self.mode, MODES)
         object.__setattr__(self, "m", parse_m(self.m))
         check_k(self.k)
         if self.scheme == "none" and (self.m != 0 or self.k != 1 or self.inter):

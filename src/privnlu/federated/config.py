@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields
 
-from ..errors import PrivnluError
+from ..errors import PrivnluError, require_choice
 from ..mechanisms.texthide import INF, check_k, m_label, parse_m
 
 ALGORITHMS = ("fedsgd", "fedavg")
@@ -76,8 +76,7 @@ class FederatedConfig:
         if self.scheme == "none" and (self.m != "0" or self.k != 1):
             raise PrivnluError("scheme 'none' takes no m or k; use --scheme texthide")
         check_k(self.k, self.batch_size)
-        if self.algorithm not in ALGORITHMS:
-            raise PrivnluError(f"unknown algorithm '{self.algorithm}'; choose one of {', '.join(ALGORITHMS)}")
+        require_choice("algorithm", self.algorithm, ALGORITHMS)
         if self.server_optimizer not in SERVER_OPTIMIZERS:
             raise PrivnluError(f"unknown server optimizer '{self.server_optimizer}'; choose adam or sgd")
         if self.mode not in MODES:

@@ -32,7 +32,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 import torch
 
-from ..errors import PrivnluError
+from ..errors import PrivnluError, require_choice
 from ..io import atomic_path
 from ..rng import SecretGenerator
 from .dchi import HNSWIndex, TokenSpace, check_eta, m_rep, m_seq, m_txt
@@ -42,8 +42,7 @@ OUTPUT_SUFFIX = {"text": ".txt", "rep": ".npz", "sequence": ".npz"}
 
 
 def check_mechanism(name: str) -> str:
-    if name not in MECHANISMS:
-        raise PrivnluError(f"unknown mechanism '{name}'; choose one of {', '.join(MECHANISMS)}")
+    require_choice("mechanism", name, MECHANISMS)
     return name
 
 

@@ -50,7 +50,7 @@ from typing import ClassVar
 
 import torch
 
-from ..errors import PrivnluError, require
+from ..errors import PrivnluError, require, require_choice
 from ..rng import SecretGenerator
 from .texthide import MaskPool, TextHide
 
@@ -162,7 +162,7 @@ class LaplaceEncoding(EncodingMechanism):
 
 
 def make_mechanism(kind: str, **kw) -> EncodingMechanism:
-    require(kind in MECHANISMS, f"unknown mechanism '{kind}'; choose one of {', '.join(MECHANISMS)}")
+    require_choice("mechanism", kind, MECHANISMS)
     return (GaussianEncoding if kind == "gaussian" else LaplaceEncoding)(**kw)
 
 
@@ -225,7 +225,7 @@ def calibrate(kind: str, *, epsilon: float, delta: float, clip: float, dim: int,
     check_privacy_params(epsilon, delta)
     require(math.isfinite(clip) and clip > 0, f"the clipping bound C must be > 0, not {clip}")
     require(calibration in CALIBRATIONS, f"unknown calibration '{calibration}'; choose correct or paper")
-    require(kind in MECHANISMS, f"unknown mechanism '{kind}'; choose one of {', '.join(MECHANISMS)}")
+    require_choice("mechanism", kind, MECHANISMS)
     n = participations(k, epochs, inter=inter)
     if calibration == "paper":
         delta_paper = 2.0 * clip * max_weight  # the paper's sensitivity, in both cases
@@ -265,7 +265,7 @@ class DPSettings:
         check_privacy_params(self.epsilon, self.delta)
         require(math.isfinite(self.clip) and self.clip > 0, f"the clipping bound C must be > 0, not {self.clip}")
         require(self.calibration in CALIBRATIONS, f"unknown calibration '{self.calibration}'; choose correct or paper")
-        require(self.mechanism in MECHANISMS, f"unknown mechanism '{self.mechanism}'; choose one of {', '.join(MECHANISMS)}")
+        require_choice("mechanism", self.mechanism, MECHANISMS)
 
     @property
     def label(self) -> str:

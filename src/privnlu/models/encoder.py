@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..errors import PrivnluError
+from ..errors import PrivnluError, require_choice
 
 POOLINGS = ("cls", "pooler", "mean")
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -59,8 +59,7 @@ class SentenceEncoder(nn.Module):
 
     def __init__(self, model: nn.Module, tokenizer, *, pooling: str = "cls", name: str = "", fingerprint: str = "") -> None:
         super().__init__()
-        if pooling not in POOLINGS:
-            raise PrivnluError(f"unknown pooling '{pooling}'; choose one of {', '.join(POOLINGS)}")
+        require_choice("pooling", pooling, POOLINGS)
         if pooling == "pooler" and getattr(model, "pooler", None) is None:
             raise PrivnluError("this model has no pooler layer; use --pooling cls or mean")
         self.model = model

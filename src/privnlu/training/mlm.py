@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..data import load_public_corpus
-from ..errors import PrivnluError
+from ..errors import PrivnluError, require_choice
 from ..io import torch_save_atomic, write_json_atomic
 from ..mechanisms.dchi import TokenSpace, check_eta, m_rep, m_txt, privatized_positions
 from ..rng import SecretGenerator
@@ -171,10 +171,8 @@ class PretrainConfig:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        if self.objective not in OBJECTIVES:
-            raise PrivnluError(f"unknown objective '{self.objective}'; choose one of {', '.join(OBJECTIVES)}")
-        if self.mechanism not in INPUT_MECHANISMS:
-            raise PrivnluError(f"unknown input mechanism '{self.mechanism}'; choose one of {', '.join(INPUT_MECHANISMS)}")
+        require_choice("objective", self.objective, OBJECTIVES)
+        require_choice("input mechanism", self.mechanism, INPUT_MECHANISMS)
         check_eta(self.eta)
         for name in ("batch_size", "max_length", "draws", "checkpoint_every", "eval_size"):
             if getattr(self, name) < 1:

@@ -39,7 +39,7 @@ from torch import nn
 from ..data import TextDataset, get_task
 from ..data import metrics as glue_metrics
 from ..data.tasks import TaskSpec
-from ..errors import PrivnluError
+from ..errors import PrivnluError, require_choice
 from ..mechanisms.dchi import TokenSpace, check_eta, m_rep, m_seq, m_txt
 from ..models import MLPHead, load_encoder
 from ..models.bilstm import BiLSTMEncoder
@@ -73,10 +73,8 @@ class FinetuneConfig:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise PrivnluError(f"unknown mode '{self.mode}'; choose one of {', '.join(MODES)}")
-        if self.encoder not in ENCODERS:
-            raise PrivnluError(f"unknown encoder '{self.encoder}'; choose one of {', '.join(ENCODERS)}")
+        require_choice("mode", self.mode, MODES)
+        require_choice("encoder", self.encoder, ENCODERS)
         if self.mode == "null":
             if self.eta is not None:
                 raise PrivnluError("mode 'null' takes no eta")
