@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 
-
 from .. import __version__
-from ..errors import PrivnluError
 from ..io import write_json_atomic
 from .common import add_data_args, add_model_args, check_release_paths, m_value, positive_int, say, warn_seed
 
@@ -55,11 +52,9 @@ def _privacy_args(p: argparse.ArgumentParser) -> None:
 
 
 def _validate(args: argparse.Namespace) -> None:
-    from ..mechanisms.dp import check_privacy_params
+    from ..mechanisms.dp import check_dp_settings
 
-    check_privacy_params(args.epsilon, args.delta)
-    if not (math.isfinite(args.clip) and args.clip > 0):
-        raise PrivnluError(f"the clipping bound C must be > 0, not {args.clip}")
+    check_dp_settings(args.mechanism, args.epsilon, args.delta, args.clip, args.calibration)
 
 
 def _calibrate(args: argparse.Namespace, dim: int):

@@ -45,7 +45,7 @@ releases them, without noise, and are not covered by this guarantee.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import ClassVar
 
 import torch
@@ -63,6 +63,14 @@ NOT_DP = "not a valid DP guarantee"
 def check_privacy_params(epsilon: float, delta: float) -> None:
     require(math.isfinite(epsilon) and epsilon > 0, f"epsilon must be > 0, not {epsilon}")
     require(0 < delta < 1, f"delta must be in (0, 1), not {delta}")
+
+
+def check_dp_settings(mechanism: str, epsilon: float, delta: float, clip: float, calibration: str) -> None:
+    """Every check on user DP settings, in one place (used by :func:`calibrate` and :class:`DPSettings`)."""
+    check_privacy_params(epsilon, delta)
+    require(math.isfinite(clip) and clip > 0, f"the clipping bound C must be > 0, not {clip}")
+    require(calibration in CALIBRATIONS, f"unknown calibration '{calibration}'; choose correct or paper")
+    require_choice("mechanism", mechanism, MECHANISMS)
 
 
 def clip_rows(x: torch.Tensor, clip: float, norm: str) -> torch.Tensor:
@@ -222,10 +230,7 @@ def calibrate(kind: str, *, epsilon: float, delta: float, clip: float, dim: int,
     import dp_accounting
     from dp_accounting.pld import PLDAccountant
 
-    check_privacy_params(epsilon, delta)
-    require(math.isfinite(clip) and clip > 0, f"the clipping bound C must be > 0, not {clip}")
-    require(calibration in CALIBRATIONS, f"unknown calibration '{calibration}'; choose correct or paper")
-    require_choice("mechanism", kind, MECHANISMS)
+    check_dp_settings(kind, epsilon, delta, clip, calibration)
     n = participations(k, epochs, inter=inter)
     if calibration == "paper":
         delta_paper = 2.0 * clip * max_weight  # the paper's sensitivity, in both cases
@@ -262,10 +267,7 @@ class DPSettings:
     noisy_queries: bool = True
 
     def __post_init__(self) -> None:
-        check_privacy_params(self.epsilon, self.delta)
-        require(math.isfinite(self.clip) and self.clip > 0, f"the clipping bound C must be > 0, not {self.clip}")
-        require(self.calibration in CALIBRATIONS, f"unknown calibration '{self.calibration}'; choose correct or paper")
-        require_choice("mechanism", self.mechanism, MECHANISMS)
+        check_dp_settings(self.mechanism, self.epsilon, self.delta, self.clip, self.calibration)
 
     @property
     def label(self) -> str:
@@ -307,8 +309,6 @@ class DPTextHide(TextHide):
         return f"DP{super().__repr__()[:-1]}, {self.mechanism.kind}, C={self.mechanism.clip:g}, noise={self.mechanism.noise:.4g})"
 
     def hide(self, x: torch.Tensor, y: torch.Tensor, *, public: torch.Tensor | None = None):
-        from dataclasses import replace
-
         hb = super().hide(self.mechanism.clip_rows(x), y, public=public)
         return replace(hb, x=self._noisy(hb.x))
 
