@@ -18,9 +18,11 @@ inverse CDF, permutations are an argsort of uniforms.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import warnings
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -96,3 +98,27 @@ class SecretGenerator:
 
 def _shape(shape: tuple[int, ...] | int) -> tuple[int, ...]:
     return (shape,) if isinstance(shape, int) else tuple(shape)
+
+
+def derive_seed(*parts: int) -> int:
+    """EXPERIMENTS ONLY: a 63-bit seed derived from (base seed, purpose, step, ...) with NumPy's SeedSequence.
+
+    For public randomness (data order, masking positions, initialisation, dropout) of a seeded run; secrets
+    still come from a :class:`SecretGenerator`.
+    """
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+
+
+@contextlib.contextmanager
+def seeded_torch(seed: int | None) -> Iterator[None]:
+    """Run the block with PyTorch's RNG (CPU, and CUDA once initialised) seeded to ``seed``, restored afterwards.
+
+    ``seed=None`` leaves the RNG alone (an unseeded run). Used for initialisation and dropout, never for secrets.
+    """
+    if seed is None:
+        yield
+        return
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        yield

@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--lstm-epochs", type=positive_int, help="epochs of the BiLSTM (default: --epochs)")
     f.add_argument("--lstm-hidden", type=positive_int, default=256)
     f.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu); privatization always runs on the CPU")
-    f.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes the noise reproducible")
+    f.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes the noise, data order, initialisation and dropout reproducible")
     f.set_defaults(func=run_finetune)
 
     p = sub.add_parser("dchi-pretrain", help="privacy-adaptive MLM pretraining (vanilla / probability / denoising)",

@@ -44,7 +44,7 @@ from ..data import load_public_corpus
 from ..errors import PrivnluError, require_choice
 from ..io import torch_save_atomic, write_json_atomic
 from ..mechanisms.dchi import TokenSpace, check_eta, m_rep, m_txt, privatized_positions
-from ..rng import SecretGenerator
+from ..rng import SecretGenerator, derive_seed, seeded_torch
 from .losses import soft_cross_entropy
 from .trainer import linear_warmup
 
@@ -188,11 +188,6 @@ class PretrainConfig:
                 raise PrivnluError(f"the learning rate must be positive, not {v}")
 
 
-def step_seed(*parts: int) -> int:
-    """A 63-bit seed derived from (base seed, phase, step, ...) with NumPy's SeedSequence."""
-    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
-
-
 class Pretrainer:
     """Warm-up (clean, head only) then privatized adaptation, with atomic checkpoints and resume."""
 
@@ -209,9 +204,7 @@ class Pretrainer:
         self.space = TokenSpace.from_model(self.model, self.tokenizer)
         emb = self.model.get_input_embeddings()
         emb.weight.requires_grad_(False)  # user side: stop-gradient
-        with torch.random.fork_rng(devices=[]):
-            if config.seed is not None:
-                torch.manual_seed(step_seed(config.seed, 3))  # reproducible head initialisation
+        with seeded_torch(None if config.seed is None else derive_seed(config.seed, 3)):  # head initialisation
             self.head = TiedMLMHead(emb, self.model.config.hidden_size,
                                     eps=getattr(self.model.config, "layer_norm_eps", 1e-12)).to(device)
         self.init_head = str(init_head) if init_head else None
@@ -251,7 +244,7 @@ class Pretrainer:
         per_epoch = n // b
         epoch = step // per_epoch
         if self._perm is None or self._perm[0] != (phase, epoch):
-            g = torch.Generator().manual_seed(step_seed(data_seed, phase, epoch, 7))
+            g = torch.Generator().manual_seed(derive_seed(data_seed, phase, epoch, 7))
             self._perm = ((phase, epoch), torch.randperm(n, generator=g))
         start = (step % per_epoch) * b
         idx = self._perm[1][start : start + b].tolist()
@@ -260,20 +253,19 @@ class Pretrainer:
     def _noise_rng(self, *parts: int) -> SecretGenerator:
         if self.config.seed is None:
             return self.secure
-        return SecretGenerator(step_seed(self.config.seed, *parts), warn=False)
+        return SecretGenerator(derive_seed(self.config.seed, *parts), warn=False)
 
     # -- one step ------------------------------------------------------------
     def _step(self, phase: str, step: int, data_seed: int, opt, sched) -> float:
         c = self.config
         p = PHASES.index(phase)
         ids, mask = self._batch_ids(p, step, data_seed)
-        gen = torch.Generator().manual_seed(step_seed(data_seed, p, step, 1))
+        gen = torch.Generator().manual_seed(derive_seed(data_seed, p, step, 1))
         batch = make_batch(self.space, ids, mask, objective="denoising" if phase == "warmup" else c.objective,
                            eta=None if phase == "warmup" else c.eta, mechanism=c.mechanism,
                            rng=self._noise_rng(p, step), generator=gen, mask_prob=c.mask_prob, draws=c.draws,
                            mask_id=self.mask_id)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(step_seed(data_seed, p, step, 2))  # dropout
+        with seeded_torch(derive_seed(data_seed, p, step, 2)):  # dropout
             self.model.train(phase == "adapt")
             self.head.train()
             logits = mlm_logits(self.model, self.head, batch)

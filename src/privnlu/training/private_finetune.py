@@ -45,7 +45,7 @@ from ..models import MLPHead, load_encoder
 from ..models.bilstm import BiLSTMEncoder
 from ..models.encoder import SentenceEncoder, pool
 from ..models.features import extract_features
-from ..rng import SecretGenerator
+from ..rng import SecretGenerator, derive_seed, seeded_torch
 from .losses import targets_from_labels, task_loss
 from .trainer import linear_warmup
 
@@ -281,32 +281,33 @@ def finetune(prep: Prepared, config: FinetuneConfig, *, rng: SecretGenerator | N
     t0 = time.time()
     train_x, dev_x = payloads or privatize(prep, config.mode, config.eta, rng or SecretGenerator())
     privatize_s = time.time() - t0
-    model, groups = build_model(prep, config)
     targets = targets_from_labels(prep.train.labels, model_outputs(prep.task), regression=prep.task.is_regression)
     n = len(train_x)
     steps = math.ceil(n / config.batch_size) * config.epochs
-    opt = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
-    sched = linear_warmup(opt, steps, config.warmup_ratio)
     shuffle = torch.Generator().manual_seed(config.seed if config.seed is not None else time.time_ns() % 2**62)
     history = []
-    model.train()
-    for epoch in range(config.epochs):
-        t1, loss_sum = time.time(), 0.0
-        order = torch.randperm(n, generator=shuffle)
-        for s in range(0, n, config.batch_size):
-            idx = order[s : s + config.batch_size]
-            logits = forward(model, train_x, prep.train.types, idx, config.mode, pad_id)
-            loss = task_loss(logits, targets[idx].to(logits.device), regression=prep.task.is_regression)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
-            loss_sum += float(loss.detach()) * len(idx)
-        metrics = evaluate(model, dev_x, prep.dev, prep.task, config.mode, pad_id)
-        history.append({"epoch": epoch + 1, "train_loss": loss_sum / n, "seconds": time.time() - t1, "eval": metrics})
-        if log:
-            log(f"{prep.task.name} {config.encoder}/{config.mode} eta={config.eta} epoch {epoch + 1}: "
-                f"loss {loss_sum / n:.4f}, dev score {metrics['score']:.2f}")
+    with seeded_torch(None if config.seed is None else derive_seed(config.seed, 5)):  # initialisation, dropout
+        model, groups = build_model(prep, config)
+        opt = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
+        sched = linear_warmup(opt, steps, config.warmup_ratio)
+        model.train()
+        for epoch in range(config.epochs):
+            t1, loss_sum = time.time(), 0.0
+            order = torch.randperm(n, generator=shuffle)
+            for s in range(0, n, config.batch_size):
+                idx = order[s : s + config.batch_size]
+                logits = forward(model, train_x, prep.train.types, idx, config.mode, pad_id)
+                loss = task_loss(logits, targets[idx].to(logits.device), regression=prep.task.is_regression)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                sched.step()
+                loss_sum += float(loss.detach()) * len(idx)
+            metrics = evaluate(model, dev_x, prep.dev, prep.task, config.mode, pad_id)
+            history.append({"epoch": epoch + 1, "train_loss": loss_sum / n, "seconds": time.time() - t1, "eval": metrics})
+            if log:
+                log(f"{prep.task.name} {config.encoder}/{config.mode} eta={config.eta} epoch {epoch + 1}: "
+                    f"loss {loss_sum / n:.4f}, dev score {metrics['score']:.2f}")
     record = {
         "kind": "dchi_finetune", "task": prep.task.name, "model": prep.model, **asdict(config),
         "body_lr": config.body_lr, "max_length": prep.max_length, "train_size": n, "dev_size": len(dev_x),
