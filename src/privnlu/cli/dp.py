@@ -8,7 +8,7 @@ import sys
 
 from .. import __version__
 from ..io import write_json_atomic
-from .common import add_data_args, add_model_args, check_release_paths, m_value, positive_int, say, warn_seed
+from .common import add_data_args, add_model_args, m_value, positive_int
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -79,26 +79,13 @@ def run_account(args: argparse.Namespace) -> int:
 
 
 def run_encode(args: argparse.Namespace) -> int:
-    from ..experiments.pipeline import RunSpec, prepare, split_release
-    from ..mechanisms.dp import DPTextHide
-    from ..mechanisms.release import hide_dataset
-    from ..rng import SecretGenerator
+    """``privnlu dp encode`` is ``privnlu encode --scheme dp`` with the flags named as in ``dp account``."""
+    from .encode import RELEASE_DEFAULTS
+    from .encode import run as encode
 
-    warn_seed(args)
-    check_release_paths(args.out, args.key_out)
-    spec = RunSpec(task=args.task, model=args.model, pooling=args.pooling, max_length=args.max_length,
-                   train_limit=args.train_limit, dev_limit=args.dev_limit, data_dir=args.data_dir, cache_dir=args.cache_dir,
-                   bf16=args.bf16, device=args.device, encode_batch_size=args.encode_batch_size)
     _validate(args)  # before any data is loaded
-    prep = prepare(spec, progress=not args.quiet, refresh_cache=args.refresh_cache)
-    ds, x, y = split_release(prep, args.split)
-    cal = _calibrate(args, x.shape[1])
-    rng = SecretGenerator(args.seed, warn=False)
-    hider = DPTextHide(args.m, args.k, dim=x.shape[1], rng=rng, mechanism=cal.mechanism)
-    payload, key = hide_dataset(hider, x, y, epochs=args.epochs, batch_size=args.batch_size,
-                                meta={"task": prep.task.name, "split": args.split, "label_names": list(prep.task.label_names),
-                                      "encoder": prep.encoder.name, "pooling": spec.pooling, "dp": cal.to_json()})
-    key.save(args.key_out)
-    payload.save(args.out)
-    say(f"wrote {len(payload.x)} DP encodings to {args.out} ({cal.to_json()['label']}); key material to {args.key_out} (mode 0600)")
-    return 0
+    ns = argparse.Namespace(**{**RELEASE_DEFAULTS, **vars(args)})
+    ns.scheme, ns.inter, ns.public, ns.public_size = "dp", False, "wiki", 1  # no public corpus: not inter
+    ns.dp_mechanism, ns.dp_epsilon, ns.dp_delta = args.mechanism, args.epsilon, args.delta
+    ns.dp_clip, ns.dp_calibration, ns.dp_clean_queries = args.clip, args.calibration, False
+    return encode(ns)

@@ -11,6 +11,10 @@ from ..rng import SecretGenerator
 from .common import (add_data_args, add_model_args, add_texthide_args, check_release_paths, positive_int, run_spec, say,
                      warn_seed)
 
+# the training settings a release never uses, fixed so that the shared pipeline's RunSpec can be built
+RELEASE_DEFAULTS = dict(scheme="texthide", mode="frozen", lr=1.0, encoder_lr=2e-5, weight_decay=0.0, hidden=None,
+                        eval_mask="pool")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("encode", help="write TextHide encodings and mixed labels for a downstream party",
@@ -26,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="shared output file (.pt): encodings and mixed labels")
     p.add_argument("--key-out", required=True, help="key file (.pt, mode 0600): keep it private")
     p.add_argument("--quiet", action="store_true")
-    p.set_defaults(func=run, scheme="texthide", mode="frozen", lr=1.0, encoder_lr=2e-5, weight_decay=0.0, hidden=None, eval_mask="pool")
+    p.set_defaults(func=run, **RELEASE_DEFAULTS)
 
 
 def run(args: argparse.Namespace) -> int:
