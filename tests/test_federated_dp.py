@@ -120,6 +120,34 @@ def test_dp_run_end_to_end_records_its_guarantee_and_resumes_only_with_the_same_
         run_server(InProcessGrid(make_client_app(more), 2), more, out=tmp_path / "run", resume=True)
 
 
+def test_seeded_dp_run_resumes_with_the_same_noise_stream(tiny_model, tmp_path):
+    """The checkpoint (mode 0600) carries a seeded run's noise position: interrupted + resumed == uninterrupted."""
+    import os
+    import stat
+
+    base = dict(task="tweets", model=str(tiny_model), clients=2, m="4", k=2, batch_size=8, train_limit=80, dev_limit=40,
+                cache_dir=str(tmp_path / "cache"), seed=3, dropout=0.0, checkpoint_every=1, dp_clip=1.0,
+                dp_noise=1.0)
+    full_cfg, part_cfg = FederatedConfig(**base, rounds=3), FederatedConfig(**base, rounds=1)
+    run_server(InProcessGrid(make_client_app(full_cfg), 2), full_cfg, out=tmp_path / "full")
+    run_server(InProcessGrid(make_client_app(part_cfg), 2), part_cfg, out=tmp_path / "part")
+    run_server(InProcessGrid(make_client_app(full_cfg), 2), full_cfg, out=tmp_path / "part", resume=True)
+    a, b = (torch.load(tmp_path / d / "checkpoint.pt", weights_only=False) for d in ("full", "part"))
+    assert a["strategy"]["noise_state"] == b["strategy"]["noise_state"] is not None
+    for n in a["params"]:
+        torch.testing.assert_close(a["params"][n], b["params"][n], atol=1e-6, rtol=1e-5)
+    assert stat.S_IMODE(os.stat(tmp_path / "part" / "checkpoint.pt").st_mode) == 0o600
+
+
+def test_the_secure_generator_has_no_state_to_checkpoint():
+    assert SecretGenerator().experiment_state() is None
+    g = SecretGenerator(5, warn=False)
+    state = g.experiment_state()
+    first = g.words(4)
+    g.restore_experiment_state(state)
+    assert (g.words(4) == first).all()
+
+
 @pytest.mark.parametrize("extra,msg", [
     (["--dp-clip", "1"], "exactly one of --dp-noise-multiplier or --dp-epsilon"),
     (["--dp-noise-multiplier", "1"], "need --dp-clip"),

@@ -47,6 +47,17 @@ class SecretGenerator:
     def __repr__(self) -> str:  # never reveal state
         return f"SecretGenerator({'seeded, experiments only' if self.seeded else 'os.urandom'})"
 
+    # -- resume (seeded experiments only) --------------------------------
+    def experiment_state(self) -> dict | None:
+        """The seeded stream's position, for a checkpoint, so that a resumed experiment draws what an uninterrupted
+        one would; ``None`` for the secure generator, which has no state to save (and must not have one)."""
+        return None if self._np is None else self._np.bit_generator.state
+
+    def restore_experiment_state(self, state: dict | None) -> None:
+        """Continue a seeded stream from :meth:`experiment_state`; the secure generator ignores it."""
+        if self._np is not None and state is not None:
+            self._np.bit_generator.state = state
+
     # -- raw words -------------------------------------------------------
     def words(self, n: int) -> np.ndarray:
         """``n`` uniform 64-bit unsigned integers."""

@@ -180,7 +180,8 @@ class DPFedSGD(Strategy):
                 "epsilon": self.epsilon(), "accountant": "dp-accounting PLD"}
 
     def state_dict(self) -> dict:
-        return {"wrapped": self.strategy.state_dict(), "releases": self.releases, "noise_multiplier": self.noise_multiplier}
+        return {"wrapped": self.strategy.state_dict(), "releases": self.releases, "noise_multiplier": self.noise_multiplier,
+                "noise_state": self.rng.experiment_state()}  # None unless seeded (experiments)
 
     def load_state_dict(self, state: dict) -> None:
         require("releases" in state and state.get("noise_multiplier") == self.noise_multiplier,
@@ -188,3 +189,4 @@ class DPFedSGD(Strategy):
                 "resume with the same --dp-* settings and --rounds")
         self.strategy.load_state_dict(state["wrapped"])
         self.releases = int(state["releases"])
+        self.rng.restore_experiment_state(state.get("noise_state"))

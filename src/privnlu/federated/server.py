@@ -21,7 +21,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from .. import __version__
 from ..errors import PrivnluError
-from ..io import torch_save_atomic, write_json_atomic
+from ..io import SECRET_MODE, torch_save_atomic, write_json_atomic
 from ..models import config_summary, extract_features
 from ..training.trainer import evaluate
 from .config import FederatedConfig, client_pool_sizes
@@ -144,13 +144,14 @@ def run_server(grid: Grid, cfg: FederatedConfig, *, out: Path | None, resume: bo
 
 
 def _save(path: Path, cfg: FederatedConfig, model, strategy, rnd: int, history: list[dict]) -> None:
+    """The server's private state, owner-readable only (a seeded DP run's noise stream position is in it)."""
     torch_save_atomic(path, {
         "round": rnd,
         "params": {n: p.detach().clone() for n, p in model.named_parameters().items()},
         "strategy": strategy.state_dict(),
         "history": history,
         "config": _resume_key(cfg),
-    })
+    }, mode=SECRET_MODE)
 
 
 def _restore(path: Path, cfg: FederatedConfig, model, strategy) -> tuple[int, list[dict]]:
