@@ -162,10 +162,18 @@ def test_cli_pretrain_and_bad_input(tiny_model, tmp_path, capsys):
                              str(out / "mlm_head_warm.pt"), "--out", str(tmp_path / "v")], capsys)
     assert code == 0, err
     assert json.loads((tmp_path / "v" / "pretrain.json").read_text())["steps_done"]["warmup"] == 0
+    # continue from the first run's encoder and head (more steps, another seed)
+    base_model = base[:1] + base[3:]
+    code, err = _cli(base_model + ["--model", str(out / "encoder"), "--init-head", str(out / "mlm_head.pt"),
+                                   "--objective", "denoising", "--eta", "30", "--steps", "2", "--out", str(tmp_path / "c")],
+                     capsys)
+    assert code == 0, err
     from privnlu.report import markdown_report
 
-    md = markdown_report([out / "pretrain.json", tmp_path / "v" / "pretrain.json"])
-    assert "| denoising | 30 | text | 2 | 2 |" in md and "| vanilla | 30 | text | 0 | 2 |" in md
+    md = markdown_report([out / "pretrain.json", tmp_path / "v" / "pretrain.json", tmp_path / "c" / "pretrain.json"])
+    tiny = tiny_model.name if hasattr(tiny_model, "name") else str(tiny_model).rstrip("/").rsplit("/", 1)[-1]
+    assert f"| denoising | 30 | text | {tiny} | 2 | 2 |" in md and f"| vanilla | 30 | text | {tiny} | 0 | 2 |" in md
+    assert "| denoising | 30 | text | pt | 0 | 2 |" in md
     for extra, msg in [
         (["--objective", "denoising", "--eta", "0"], "eta"),
         (["--objective", "denoising", "--eta", "-5"], "eta"),

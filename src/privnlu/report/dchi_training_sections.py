@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 
 from .registry import Context, md_table, section, table
 
@@ -68,17 +69,24 @@ def _pretrain(records: list[dict]) -> list[dict]:
     return [r for r in records if r.get("kind") == "dchi_pretrain"]
 
 
-PT_HEADERS = ["objective", "eta", "input", "warm-up steps", "adapt steps", "acc. before warm-up", "acc. after warm-up",
-              "acc. after (clean)", "acc. after (privatized)", "loss first", "loss last"]
+PT_HEADERS = ["objective", "eta", "input", "start encoder", "warm-up steps", "adapt steps", "acc. at start (clean)",
+              "acc. at start (privatized)", "acc. after (clean)", "acc. after (privatized)", "loss first", "loss last"]
+
+
+def _start(r: dict) -> str:
+    """The encoder a run started from: a dchi-pretrain ENCODER folder is named by its run folder."""
+    path = Path(r["model"])
+    return path.parent.name if path.name == "encoder" else path.name
 
 
 def _pretrain_rows(recs: list[dict]) -> list[list[object]]:
     rows = []
-    for r in sorted(recs, key=lambda r: r["objective"]):
-        e = r["evals"]
-        rows.append([r["objective"], f"{r['eta']:g}", r["mechanism"], r["steps_done"]["warmup"], r["steps_done"]["adapt"],
-                     e.get("clean_before"), e.get("clean_after_warmup"), e.get("clean_after_adapt"),
-                     e.get("private_after_adapt"), r["loss_first"].get("adapt"), r["loss_last"].get("adapt")])
+    for r in sorted(recs, key=lambda r: (r["objective"], r["steps_done"]["adapt"])):
+        e = r["evals"]  # 'after warm-up' = the loaded head's accuracy when the run skipped the warm-up (--init-head)
+        rows.append([r["objective"], f"{r['eta']:g}", r["mechanism"], _start(r), r["steps_done"]["warmup"],
+                     r["steps_done"]["adapt"], e.get("clean_after_warmup"), e.get("private_after_warmup"),
+                     e.get("clean_after_adapt"), e.get("private_after_adapt"), r["loss_first"].get("adapt"),
+                     r["loss_last"].get("adapt")])
     return [[f"{v:.4f}" if isinstance(v, float) else v for v in row] for row in rows]
 
 
@@ -93,4 +101,5 @@ def dchi_pretrain(records: list[dict], ctx: Context) -> str | None:
     if not recs:
         return None
     return ("<p>Masked-token accuracy (predicting the original token) on held-out corpus text; "
-            "'privatized' = inputs privatized at eta.</p>" + table(PT_HEADERS, _pretrain_rows(recs)))
+            "'privatized' = inputs privatized at eta; 'at start' = after the clean warm-up of the head, or of the "
+            "loaded head (--init-head). Each fine-tuned checkpoint appears in the fine-tuning table under its tag.</p>" + table(PT_HEADERS, _pretrain_rows(recs)))
