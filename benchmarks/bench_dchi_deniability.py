@@ -25,8 +25,8 @@ import time
 
 import torch
 
-from privnlu.mechanisms.dchi import load_token_space
-from privnlu.mechanisms.dchi_stats import MinPlusStats, brute_min_plus_argmin, min_plus_argmin, noise_bank
+from privnlu.mechanisms.dchi import dchi_noise, load_token_space
+from privnlu.mechanisms.dchi_stats import MinPlusStats, brute_min_plus_argmin, min_plus_argmin
 from privnlu.rng import SecretGenerator
 
 
@@ -48,7 +48,7 @@ def main() -> None:
     v, n = e.shape
     rng = SecretGenerator(0, warn=False)
     rows = rng.choice(v, args.words)
-    t_bank, b = timed(lambda: 2.0 * (noise_bank(args.draws, n, args.eta, rng) @ e.T))
+    t_bank, b = timed(lambda: 2.0 * (dchi_noise(args.draws, n, args.eta, rng) @ e.T))
     t_a, a = timed(lambda: torch.addmm(sq.unsqueeze(0), e[rows], e.T, beta=1.0, alpha=-2.0))
     stats = MinPlusStats()
     t_fast, out = timed(lambda: min_plus_argmin(a, b, stats=stats))

@@ -12,7 +12,7 @@ from privnlu.attacks.dchi_inversion import NearestNeighbourInversion, inversion_
 from privnlu.cli.main import main
 from privnlu.experiments import qu2021
 from privnlu.mechanisms.dchi import TokenSpace, dchi_noise, m_txt
-from privnlu.mechanisms.dchi_stats import (MinPlusStats, brute_min_plus_argmin, knn_distances, min_plus_argmin, noise_bank,
+from privnlu.mechanisms.dchi_stats import (MinPlusStats, brute_min_plus_argmin, knn_distances, min_plus_argmin,
                                           plausible_deniability)
 from privnlu.rng import SecretGenerator
 
@@ -61,7 +61,7 @@ def test_deniability_fast_equals_independent_float64_search(small_space):
     draws, eta = 80, 30.0
     rows = torch.arange(0, 590, 7)
     fast = plausible_deniability(small_space, eta, gen(11), draws=draws, rows=rows, word_chunk=1000, k=4, k2=16)
-    bank = noise_bank(draws, small_space.dim, eta, gen(11)).double()  # one chunk: the same first bank
+    bank = dchi_noise(draws, small_space.dim, eta, gen(11)).double()  # one chunk: the same first bank
     e = small_space.regular.double()
     for i, w in enumerate(rows.tolist()):
         out = torch.cdist(e[w] + bank, e).argmin(1)

@@ -79,11 +79,11 @@ def run_account(args: argparse.Namespace) -> int:
 
 
 def run_encode(args: argparse.Namespace) -> int:
-    """``privnlu dp encode`` is ``privnlu encode --scheme dp`` with the flags named as in ``dp account``."""
+    """``privnlu dp encode`` is ``privnlu encode --scheme dp`` with the flags named as in ``dp account`` (the settings
+    are checked there, by ``DPSettings``, before any data is loaded)."""
     from .encode import RELEASE_DEFAULTS
     from .encode import run as encode
 
-    _validate(args)  # before any data is loaded
     ns = argparse.Namespace(**{**RELEASE_DEFAULTS, **vars(args)})
     ns.scheme, ns.inter, ns.public, ns.public_size = "dp", False, "wiki", 1  # no public corpus: not inter
     ns.dp_mechanism, ns.dp_epsilon, ns.dp_delta = args.mechanism, args.epsilon, args.delta

@@ -44,11 +44,13 @@ def run(args: argparse.Namespace) -> int:
     rng = SecretGenerator(args.seed, warn=False)
     hider = make_hider(spec, prep.encoder.dim, rng, prep.public_x)
     assert hider is not None
+    cal = getattr(hider, "calibration", None)
+    dp = {"dp": cal.to_json()} if cal else {}
     payload, key = hide_dataset(hider, x, y, epochs=args.epochs, batch_size=args.batch_size,
                                 meta={"task": prep.task.name, "split": args.split, "label_names": list(prep.task.label_names),
-                                      "encoder": prep.encoder.name, "pooling": spec.pooling,
-                                      **({"dp": hider.calibration.to_json()} if getattr(hider, "calibration", None) else {})})
+                                      "encoder": prep.encoder.name, "pooling": spec.pooling, **dp})
     key.save(args.key_out)
     payload.save(args.out)
-    say(f"wrote {len(payload.x)} encodings to {args.out}; key material to {args.key_out} (mode 0600, keep it private)")
+    label = f" ({dp['dp']['label']})" if dp else ""
+    say(f"wrote {len(payload.x)} encodings{label} to {args.out}; key material to {args.key_out} (mode 0600, keep it private)")
     return 0

@@ -17,7 +17,7 @@ import torch
 from .. import __version__
 from ..data import TextDataset, get_task, load_public_corpus
 from ..data.tasks import TaskSpec
-from ..errors import PrivnluError, require_choice
+from ..errors import PrivnluError, require_at_least_one, require_choice
 from ..io import write_json_atomic
 from ..mechanisms.dp import DPSettings, DPTextHide
 from ..mechanisms.texthide import MaskPool, TextHide, check_k, m_label, parse_m
@@ -70,9 +70,7 @@ class RunSpec:
         if self.inter and self.k < 2:
             raise PrivnluError("TextHide-inter needs k >= 2")
         check_k(math.ceil(self.k / 2) if self.inter else self.k, self.train.batch_size)  # validate before any work
-        for name in ("max_length", "public_size", "encode_batch_size"):
-            if getattr(self, name) < 1:
-                raise PrivnluError(f"{name.replace('_', '-')} must be >= 1")
+        require_at_least_one(self, "max_length", "public_size", "encode_batch_size")
         if not self.encoder_lr > 0:
             raise PrivnluError(f"the encoder learning rate must be positive, not {self.encoder_lr}")
 

@@ -212,7 +212,7 @@ def plausible_deniability(space: TokenSpace, eta: float, rng: SecretGenerator, *
     stats = MinPlusStats()
     for s in range(0, len(rows), word_chunk):
         r = rows[s : s + word_chunk]
-        bank = noise_bank(draws, space.dim, eta, rng)  # fresh i.i.d. draws for this chunk of words
+        bank = dchi_noise(draws, space.dim, eta, rng)  # fresh i.i.d. draws for this chunk of words
         b = 2.0 * (bank @ e.T)  # (J, V): 2 N_j.e_v
         a = torch.addmm(sq.unsqueeze(0), e[r], e.T, beta=1.0, alpha=-2.0)  # (W, V): ||e_v||^2 - 2 e_w.e_v
         if exact_search:
@@ -227,11 +227,6 @@ def plausible_deniability(space: TokenSpace, eta: float, rng: SecretGenerator, *
     total = max(1, stats.pairs)
     return Deniability(eta, draws, space.regular_ids[rows], n_w, s_w, stats.certified / total, time.perf_counter() - t0,
                        stage2=stats.stage2 / total, brute=stats.brute / total)
-
-
-def noise_bank(draws: int, dim: int, eta: float, rng: SecretGenerator) -> torch.Tensor:
-    """The shared noise bank of one word chunk (float32 draws of :func:`dchi_noise`)."""
-    return dchi_noise(draws, dim, eta, rng)
 
 
 def mean_noise_norm(dim: int, eta: float, rng: SecretGenerator, *, count: int = 10000) -> float:

@@ -69,7 +69,7 @@ def check_dp_settings(mechanism: str, epsilon: float, delta: float, clip: float,
     """Every check on user DP settings, in one place (used by :func:`calibrate` and :class:`DPSettings`)."""
     check_privacy_params(epsilon, delta)
     require(math.isfinite(clip) and clip > 0, f"the clipping bound C must be > 0, not {clip}")
-    require(calibration in CALIBRATIONS, f"unknown calibration '{calibration}'; choose correct or paper")
+    require_choice("calibration", calibration, CALIBRATIONS)
     require_choice("mechanism", mechanism, MECHANISMS)
 
 

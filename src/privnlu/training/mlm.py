@@ -28,7 +28,6 @@ resumed run is a different but equally valid draw.
 
 from __future__ import annotations
 
-import math
 import shutil
 import time
 from dataclasses import asdict, dataclass
@@ -41,11 +40,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..data import load_public_corpus
-from ..errors import PrivnluError, require_choice
+from ..errors import PrivnluError, require_at_least_one, require_choice, require_learning_rate
 from ..io import torch_save_atomic, write_json_atomic
 from ..mechanisms.dchi import TokenSpace, check_eta, m_rep, m_txt, privatized_positions
 from ..rng import SecretGenerator, derive_seed, seeded_torch
 from .losses import soft_cross_entropy
+from .private_finetune import pad
 from .trainer import linear_warmup
 
 OBJECTIVES = ("vanilla", "probability", "denoising")
@@ -174,18 +174,14 @@ class PretrainConfig:
         require_choice("objective", self.objective, OBJECTIVES)
         require_choice("input mechanism", self.mechanism, INPUT_MECHANISMS)
         check_eta(self.eta)
-        for name in ("batch_size", "max_length", "draws", "checkpoint_every", "eval_size"):
-            if getattr(self, name) < 1:
-                raise PrivnluError(f"{name.replace('_', '-')} must be >= 1")
+        require_at_least_one(self, "batch_size", "max_length", "draws", "checkpoint_every", "eval_size")
         if self.steps < 0 or self.warmup_steps < 0:
             raise PrivnluError("step counts must be >= 0")
         if self.max_length < 3:
             raise PrivnluError("--max-length must be at least 3")
         if not 0 < self.mask_prob < 1:
             raise PrivnluError(f"the masking probability must be in (0, 1), not {self.mask_prob}")
-        for v in (self.lr, self.head_lr):
-            if not (v > 0 and math.isfinite(v)):
-                raise PrivnluError(f"the learning rate must be positive, not {v}")
+        require_learning_rate(self.lr, self.head_lr)
 
 
 class Pretrainer:
@@ -248,7 +244,7 @@ class Pretrainer:
             self._perm = ((phase, epoch), torch.randperm(n, generator=g))
         start = (step % per_epoch) * b
         idx = self._perm[1][start : start + b].tolist()
-        return _pad([self.train_ids[i] for i in idx], self.pad_id)
+        return pad([self.train_ids[i] for i in idx], self.pad_id)
 
     def _noise_rng(self, *parts: int) -> SecretGenerator:
         if self.config.seed is None:
@@ -285,7 +281,7 @@ class Pretrainer:
         gen = torch.Generator().manual_seed(EVAL_MASK_SEED)
         rng = self._noise_rng(99, 0)
         for s in range(0, len(self.eval_ids), 64):
-            ids, mask = _pad(self.eval_ids[s : s + 64], self.pad_id)
+            ids, mask = pad(self.eval_ids[s : s + 64], self.pad_id)
             batch = make_batch(self.space, ids, mask, objective="denoising", eta=eta, mechanism=self.config.mechanism,
                                rng=rng, generator=gen, mask_prob=self.config.mask_prob, draws=1, mask_id=self.mask_id)
             pred = mlm_logits(self.model, self.head, batch).argmax(-1).cpu()
@@ -386,12 +382,6 @@ class Pretrainer:
 
 def _mean(v: list[float]) -> float | None:
     return sum(v) / len(v) if v else None
-
-
-def _pad(seqs: list[torch.Tensor], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    from .private_finetune import pad
-
-    return pad(seqs, pad_id)
 
 
 def _load(path: Path) -> dict:

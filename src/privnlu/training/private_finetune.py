@@ -39,7 +39,7 @@ from torch import nn
 from ..data import TextDataset, get_task
 from ..data import metrics as glue_metrics
 from ..data.tasks import TaskSpec
-from ..errors import PrivnluError, require_choice
+from ..errors import PrivnluError, require_at_least_one, require_choice, require_learning_rate
 from ..mechanisms.dchi import TokenSpace, check_eta, m_rep, m_seq, m_txt
 from ..models import MLPHead, load_encoder
 from ..models.bilstm import BiLSTMEncoder
@@ -84,13 +84,8 @@ class FinetuneConfig:
             check_eta(self.eta)
         if self.mode == "sequence" and self.encoder == "bilstm":
             raise PrivnluError("mode 'sequence' needs a pretrained user-side encoder; use --encoder transformer")
-        for name in ("epochs", "batch_size", "lstm_hidden"):
-            if getattr(self, name) < 1:
-                raise PrivnluError(f"{name.replace('_', '-')} must be >= 1")
-        for name in ("lr", "lstm_lr", "head_lr"):
-            v = getattr(self, name)
-            if not (v > 0 and math.isfinite(v)):
-                raise PrivnluError(f"the learning rate must be positive, not {v}")
+        require_at_least_one(self, "epochs", "batch_size", "lstm_hidden")
+        require_learning_rate(self.lr, self.lstm_lr, self.head_lr)
 
     @property
     def body_lr(self) -> float:

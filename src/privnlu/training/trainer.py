@@ -13,7 +13,6 @@ atomic checkpoint per epoch so an interrupted run resumes where it stopped.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ from tqdm.auto import tqdm
 
 from ..data import metrics as glue_metrics
 from ..data.tasks import TaskSpec
-from ..errors import PrivnluError
+from ..errors import PrivnluError, require_learning_rate
 from ..io import torch_save_atomic
 from ..mechanisms.texthide import TextHide
 from .losses import task_loss
@@ -54,8 +53,7 @@ class TrainConfig:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        if not (self.lr > 0 and math.isfinite(self.lr)):
-            raise PrivnluError(f"the learning rate must be positive, not {self.lr}")
+        require_learning_rate(self.lr)
         if self.epochs < 1:
             raise PrivnluError(f"epochs must be >= 1, not {self.epochs}")
         if self.batch_size < 1:
