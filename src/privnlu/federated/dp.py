@@ -36,6 +36,7 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
 from ..errors import require
+from ..mechanisms.dp import check_privacy_params, pld_epsilon
 from ..rng import SecretGenerator
 from .model import record_to_tensors
 from .strategy import TextHideFedSGD
@@ -52,13 +53,11 @@ def check_dp_settings(*, clipping_norm: float, noise_multiplier: float, delta: f
 def epsilon_spent(noise_multiplier: float, rounds: int, delta: float) -> float:
     """Client-level epsilon at ``delta`` after ``rounds`` Gaussian releases with multiplier ``z`` (dp-accounting PLD)."""
     import dp_accounting
-    from dp_accounting.pld import PLDAccountant
 
     if rounds == 0:
         return 0.0
-    acc = PLDAccountant()
-    acc.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(noise_multiplier), rounds))
-    return float(acc.get_epsilon(delta))
+    event = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(noise_multiplier), rounds)
+    return pld_epsilon(event, delta, loss_scale=noise_multiplier ** -2)
 
 
 def noise_multiplier_for(epsilon: float, delta: float, rounds: int) -> float:
@@ -70,8 +69,7 @@ def noise_multiplier_for(epsilon: float, delta: float, rounds: int) -> float:
     """
     import dp_accounting
 
-    require(math.isfinite(epsilon) and epsilon > 0, f"the DP epsilon must be > 0, not {epsilon}")
-    require(0 < delta < 1, f"the DP delta must be in (0, 1), not {delta}")
+    check_privacy_params(epsilon, delta)
     require(rounds >= 1, f"rounds must be >= 1, not {rounds}")
     return float(dp_accounting.get_sigma_gaussian(epsilon, delta)) * math.sqrt(rounds)
 

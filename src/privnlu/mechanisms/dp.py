@@ -174,25 +174,36 @@ def make_mechanism(kind: str, **kw) -> EncodingMechanism:
     return (GaussianEncoding if kind == "gaussian" else LaplaceEncoding)(**kw)
 
 
-def account(mechanism: EncodingMechanism, participations: int, delta: float) -> float:
-    """Epsilon at ``delta`` of ``participations`` compositions of the mechanism (dp-accounting PLD)."""
+def pld_epsilon(event, delta: float, *, loss_scale: float = 1.0, interval: float = 1e-4) -> float:
+    """Epsilon at ``delta`` of a ``dp_accounting`` event by the PLD accountant, or the (also sound) RDP bound if no
+    PLD can be built.
+
+    The privacy-loss range grows like ``loss_scale`` (1/z^2 for a Gaussian, 1/z for a Laplace with noise multiplier
+    z); the discretisation ``interval`` is widened by ``max(1, loss_scale)`` so that the PLD stays small at tiny
+    noise instead of exhausting memory (the estimate stays pessimistic, i.e. an upper bound).
+    """
     import dp_accounting
     from dp_accounting.pld import PLDAccountant
 
-    require(participations >= 1, f"participations must be >= 1, not {participations}")
-    require(0 < delta < 1, f"delta must be in (0, 1), not {delta}")
-    # The privacy-loss range grows like 1/z^2 (Gaussian) or 1/z (Laplace); scale the discretisation with it so the
-    # PLD stays small (the estimate stays pessimistic, i.e. an upper bound) instead of exhausting memory at tiny z.
-    z = mechanism.noise_multiplier
-    event = dp_accounting.SelfComposedDpEvent(mechanism.dp_event(), participations)
     try:
-        acc = PLDAccountant(value_discretization_interval=1e-3 * max(1.0, z ** -2 if mechanism.kind == "gaussian" else 1 / z))
+        acc = PLDAccountant(value_discretization_interval=interval * max(1.0, loss_scale))
         acc.compose(event)
         return float(acc.get_epsilon(delta))
     except (OverflowError, MemoryError, ValueError):  # noise so small that the PLD cannot be built: RDP bound
         rdp = dp_accounting.rdp.RdpAccountant()
         rdp.compose(event)
         return float(rdp.get_epsilon(delta))
+
+
+def account(mechanism: EncodingMechanism, participations: int, delta: float) -> float:
+    """Epsilon at ``delta`` of ``participations`` compositions of the mechanism (dp-accounting PLD)."""
+    import dp_accounting
+
+    require(participations >= 1, f"participations must be >= 1, not {participations}")
+    require(0 < delta < 1, f"delta must be in (0, 1), not {delta}")
+    z = mechanism.noise_multiplier
+    return pld_epsilon(dp_accounting.SelfComposedDpEvent(mechanism.dp_event(), participations), delta,
+                       loss_scale=z ** -2 if mechanism.kind == "gaussian" else 1 / z, interval=1e-3)
 
 
 @dataclass(frozen=True)
