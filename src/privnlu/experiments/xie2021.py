@@ -102,7 +102,8 @@ def reconstruction_record(prep: Prepared, results: dict, *, queries: int, epochs
 
 
 def run_release(out: Path, name: str, task: str, conditions: tuple[str, ...], base: RunSpec | None, progress: bool,
-         dp: DPSettings | None = None) -> dict:
+                dp: DPSettings | None = None) -> dict:
+    """Attack one release per condition of ``task`` (DP TextHide with ``dp``) and write ``out/name.json``."""
     from ..attacks.audit import parse_condition
     from ..attacks.reconstruction import ReconstructionConfig
 

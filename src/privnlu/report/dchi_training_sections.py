@@ -102,4 +102,5 @@ def dchi_pretrain(records: list[dict], ctx: Context) -> str | None:
         return None
     return ("<p>Masked-token accuracy (predicting the original token) on held-out corpus text; "
             "'privatized' = inputs privatized at eta; 'at start' = after the clean warm-up of the head, or of the "
-            "loaded head (--init-head). Each fine-tuned checkpoint appears in the fine-tuning table under its tag.</p>" + table(PT_HEADERS, _pretrain_rows(recs)))
+            "loaded head (--init-head). Each fine-tuned checkpoint appears in the fine-tuning table under its tag.</p>"
+            + table(PT_HEADERS, _pretrain_rows(recs)))
