@@ -16,7 +16,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check "torch==2.13.0"
-	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[all]"
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[all,test]"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -8,9 +8,8 @@ model builders train on the privatized data (:mod:`privnlu.training`,
 
 import os as _os
 
-# Nothing is ever fetched from a model hub at run time: every model is a local folder.
-_os.environ["HF_HUB_OFFLINE"] = "1"
-_os.environ["TRANSFORMERS_OFFLINE"] = "1"
+# privnlu's packaged defaults are local folders, loaded with ``local_files_only=True``; importing privnlu does not
+# switch hub access off for the rest of the process (see models.encoder.load_encoder and docs/decisions.md).
 _os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 __version__ = "0.1.0"
