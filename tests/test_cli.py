@@ -16,7 +16,10 @@ from privnlu.mechanisms.release import KeyRecord, SharedPayload
 
 
 def run_cli(capsys, *argv):
-    code = main(list(argv))
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # a usage error (argparse): one line, exit code 2
+        code = exc.code
     err = capsys.readouterr().err
     return code, err
 
@@ -31,10 +34,10 @@ def base_args(tiny_model, toy_glue, cache_dir):
 
 
 @pytest.mark.parametrize("extra,match", [
-    (["--scheme", "texthide", "--k", "0"], "k must be an integer >= 1"),
+    (["--scheme", "texthide", "--k", "0"], "--k: '0' is out of range: integer >= 1"),
     (["--scheme", "texthide", "--k", "64", "--batch-size", "8"], "larger than the batch"),
-    (["--lr", "0"], "learning rate must be positive"),
-    (["--lr", "-0.1"], "learning rate must be positive"),
+    (["--lr", "0"], "--lr: '0' is out of range"),
+    (["--lr", "-0.1"], "--lr: '-0.1' is out of range"),
 ])
 def test_train_bad_parameters(capsys, tmp_path, tiny_model, toy_glue, cache_dir, extra, match):
     out = tmp_path / "run"

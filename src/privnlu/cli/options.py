@@ -179,12 +179,14 @@ HELP: dict[str | tuple[str, str], str] = {
     "force": "replace existing outputs",
 }
 
-#: (command path, dest) -> "file" or "dir": every location a command writes, checked before it starts.
-#: A value (kind, default) also checks the default location used when the option is not given.
+#: (command path, dest) -> (kind, default): every location a command writes, checked before it starts. kind is
+#: "file", "dir", or "key" (a key file: also refused if it exists, unless the command's --force is given: losing
+#: a key loses the ability to decode one's own release). default, if not None, is checked when the option is not
+#: given.
 OUTPUTS: dict[tuple[str, str], tuple[str, str | None]] = {
     ("train", "out"): ("dir", "runs/train"),
-    ("encode", "out"): ("file", None), ("encode", "key_out"): ("file", None),
-    ("dp encode", "out"): ("file", None), ("dp encode", "key_out"): ("file", None),
+    ("encode", "out"): ("file", None), ("encode", "key_out"): ("key", None),
+    ("dp encode", "out"): ("file", None), ("dp encode", "key_out"): ("key", None),
     ("dp account", "out"): ("file", None),
     ("sweep", "out"): ("dir", "runs/sweep"),
     ("privatize", "out"): ("file", None),
@@ -289,6 +291,7 @@ def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     path = chosen_path(parser, args)
     cmd = " ".join(path)
     files: dict[Path, str] = {}
+    keys: list[str] = []
     for (c, dest), (kind, default) in OUTPUTS.items():
         if c != cmd or not hasattr(args, dest):
             continue
@@ -298,12 +301,17 @@ def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
             if default is not None:
                 check_output(default, "dir" if kind == "dir" else "file", f"{flag} (default {default})")
             continue
-        check_output(value, kind, flag)
-        if kind == "file":
+        check_output(value, "file" if kind == "key" else kind, flag)
+        if kind in ("file", "key"):
             resolved = Path(value).resolve()
             if resolved in files:
                 raise PrivnluError(f"{files[resolved]} and {flag} name the same file {value}; give different files")
             files[resolved] = flag
+        if kind == "key" and Path(value).exists() and not getattr(args, "force", False):
+            keys.append(f"{flag} {value} exists: refusing to replace a key file (without it the release it belongs "
+                        "to cannot be decoded); choose another file, or add --force")
+    if keys:
+        raise PrivnluError(keys[0])
     for dest, kind in OUTPUT_DESTS_ANYWHERE.items():
         value = getattr(args, dest, None)
         if value:
