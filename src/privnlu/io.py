@@ -85,6 +85,19 @@ def atomic_paths(*targets: tuple[str | os.PathLike[str], int | None]) -> Iterato
             raise
 
 
+def remove_stale_temps(path: str | os.PathLike[str]) -> list[Path]:
+    """Remove temporary files an earlier, killed writer of ``path`` left beside it (``.<name>.*.tmp``).
+
+    For files with a single writer (a run's checkpoint): call it before writing. SIGTERM and Ctrl-C never leave
+    them (see :func:`atomic_path`); only SIGKILL or a power cut can.
+    """
+    dest = Path(path)
+    stale = list(dest.parent.glob(f".{dest.name}.*.tmp")) if dest.parent.is_dir() else []
+    for f in stale:
+        f.unlink(missing_ok=True)
+    return stale
+
+
 def write_atomic(path: str | os.PathLike[str], writer: Callable[[Path], None], *, mode: int | None = None) -> Path:
     """Call ``writer(tmp_path)`` and move the result onto ``path`` atomically."""
     with atomic_path(path, mode=mode) as tmp:

@@ -53,7 +53,7 @@ import torch
 
 from ..errors import PrivnluError, require, require_choice
 from ..rng import SecretGenerator
-from .texthide import MaskPool, TextHide
+from .texthide import MaskPool, TextHide, check_finite
 
 MECHANISMS = ("gaussian", "laplace")
 CALIBRATIONS = ("correct", "paper")
@@ -421,6 +421,7 @@ class DPTextHide(TextHide):
         return f"DP{super().__repr__()[:-1]}, {self.mechanism.kind}, C={self.mechanism.clip:g}, noise={self.mechanism.noise:.4g})"
 
     def hide(self, x: torch.Tensor, y: torch.Tensor, *, public: torch.Tensor | None = None):
+        check_finite(x, "representations")  # before clipping, before any secret is drawn
         hb = super().hide(self.mechanism.clip_rows(x), y, public=public)
         return replace(hb, x=self._noisy(hb.x))
 
