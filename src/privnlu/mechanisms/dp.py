@@ -75,10 +75,12 @@ LAPLACE_PLD_MAX_COMPOSITIONS = 100_000
 
 
 def check_privacy_params(epsilon: float, delta: float) -> None:
-    require(math.isfinite(epsilon) and 0 < epsilon <= MAX_EPSILON,
-            f"epsilon must be in (0, {MAX_EPSILON:g}], not {epsilon} (a larger epsilon protects nothing)")
-    require(MIN_DELTA <= delta < 1, f"delta must be in [{MIN_DELTA:g}, 1), not {delta} (smaller deltas are beyond "
-                                    "what the accountant resolves)")
+    require(epsilon > 0, f"epsilon must be > 0, not {epsilon}")
+    require(epsilon <= MAX_EPSILON, f"epsilon must be at most {MAX_EPSILON:g}, not {epsilon} (a larger epsilon "
+                                    "protects nothing)")
+    require(0 < delta < 1, f"delta must be in (0, 1), not {delta}")
+    require(delta >= MIN_DELTA, f"delta must be at least {MIN_DELTA:g}, not {delta} (below it the accountant's "
+                                "truncated tail mass exceeds delta)")
 
 
 def check_dp_settings(mechanism: str, epsilon: float, delta: float, clip: float, calibration: str) -> None:
