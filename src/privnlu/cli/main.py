@@ -64,7 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     if not sys.stderr.isatty():  # logs: a progress line every 60 s, not one per update (tqdm reads TQDM_* defaults)
         os.environ.setdefault("TQDM_MININTERVAL", "60")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a usage error (one line, already printed), or --help / --version
+        return exc.code if isinstance(exc.code, int) else 0
     try:
         check_outputs(parser, args)  # every output location, before any work starts
         install_signal_handlers()

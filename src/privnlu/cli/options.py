@@ -233,10 +233,15 @@ def finalize(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                 a.type = rng.wrap(a.type)
                 if a.help and "range:" not in a.help:
                     a.help += f"; range: {rng.text()}"
-            if a.help and a.default not in (None, argparse.SUPPRESS, False) and "default" not in a.help:
+            if a.help and has_default(a) and "default" not in a.help:
                 shown = ",".join(map(_fmt, a.default)) if isinstance(a.default, (list, tuple)) else _fmt(a.default)
                 a.help += f" (default: {shown or 'none'})".replace("%", "%%")
     return parser
+
+
+def has_default(action: argparse.Action) -> bool:
+    """True if the option has a default worth stating (not None, not a flag's False)."""
+    return not (action.default is None or action.default is False or action.default is argparse.SUPPRESS)
 
 
 #: argparse ``type`` functions that parse numbers (their options need a range)
