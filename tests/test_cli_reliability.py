@@ -527,3 +527,11 @@ def test_key_material_is_not_in_any_repr():
     for obj in (key, hider.pool, hider):
         assert "<secret>" in repr(obj) or "tensor" not in repr(obj)
         assert "tensor" not in repr(obj) and "tensor" not in str(obj)
+
+
+@pytest.mark.parametrize("epsilon,rounds", [(1.0, 50), (8.0, 50), (0.5, 1000), (20.0, 5)])
+def test_federated_dp_calibration_never_exceeds_its_target(epsilon, rounds):
+    from privnlu.federated.dp import epsilon_spent, noise_multiplier_for
+
+    z = noise_multiplier_for(epsilon, 1e-5, rounds)
+    assert epsilon_spent(z, rounds, 1e-5) <= epsilon
