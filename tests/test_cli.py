@@ -31,10 +31,10 @@ def base_args(tiny_model, toy_glue, cache_dir):
 
 
 @pytest.mark.parametrize("extra,match", [
-    (["--scheme", "texthide", "--k", "0"], "k must be an integer >= 1"),
+    (["--scheme", "texthide", "--k", "0"], "--k: '0' is out of range: integer >= 1"),
     (["--scheme", "texthide", "--k", "64", "--batch-size", "8"], "larger than the batch"),
-    (["--lr", "0"], "learning rate must be positive"),
-    (["--lr", "-0.1"], "learning rate must be positive"),
+    (["--lr", "0"], "--lr: '0' is out of range"),
+    (["--lr", "-0.1"], "--lr: '-0.1' is out of range"),
 ])
 def test_train_bad_parameters(capsys, tmp_path, tiny_model, toy_glue, cache_dir, extra, match):
     out = tmp_path / "run"
@@ -44,10 +44,9 @@ def test_train_bad_parameters(capsys, tmp_path, tiny_model, toy_glue, cache_dir,
 
 
 def test_argparse_errors_are_one_line(capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["train", "--task", "sst2", "--m", "-3", "--scheme", "texthide"])
+    code = main(["train", "--task", "sst2", "--m", "-3", "--scheme", "texthide"])
     err = capsys.readouterr().err
-    assert exc.value.code == 2 and "m must be a non-negative integer" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and "m must be a non-negative integer" in err and len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("setup,match", [
@@ -106,12 +105,19 @@ def test_train_sweep_report_and_resume(capsys, tmp_path, tiny_model, toy_glue, c
     assert stat.S_IMODE(os.stat(run_dir / "key.pt").st_mode) == 0o600
     key_bytes = (run_dir / "key.pt").read_bytes()
     assert key_bytes[:2] not in json.dumps(rec).encode() or "masks" not in json.dumps(rec)
+    code, err = run_cli(capsys, "train", *args, "--scheme", "texthide", "--m", "4", "--k", "2", "--epochs", "1",
+                        "--batch-size", "8", "--out", str(run_dir))  # another run into the same folder: refused
+    assert code == 2 and "--overwrite" in err and (run_dir / "key.pt").read_bytes() == key_bytes
+    assert json.loads((run_dir / "result.json").read_text())["history"] == rec["history"]
     sweep_dir = tmp_path / "sweep"
     code, _ = run_cli(capsys, "sweep", *args, "--m", "0,4", "--k", "1,2", "--epochs", "1", "--batch-size", "8", "--out", str(sweep_dir))
     assert code == 0 and len(list(sweep_dir.glob("m*-k*.json"))) == 4
     stamp = (sweep_dir / "m4-k2.json").stat().st_mtime_ns
     assert run_cli(capsys, "sweep", *args, "--m", "0,4", "--k", "1,2", "--epochs", "1", "--batch-size", "8", "--out", str(sweep_dir))[0] == 0
     assert (sweep_dir / "m4-k2.json").stat().st_mtime_ns == stamp  # finished points are skipped (resume)
+    code, err = run_cli(capsys, "sweep", *args, "--m", "0,4", "--k", "1,2", "--epochs", "2", "--batch-size", "8", "--out", str(sweep_dir))
+    assert code == 2 and "train.epochs 1 -> 2" in err and len(err.strip().splitlines()) == 1  # stale points: refused
+    assert (sweep_dir / "m4-k2.json").stat().st_mtime_ns == stamp
     assert main(["report", str(sweep_dir), "--markdown"]) == 0
     markdown = capsys.readouterr().out
     assert "| k=2 |" in markdown and "m=4" in markdown

@@ -14,7 +14,10 @@ TEXTS = ["The movie was great", "", "an [UNK] thing happened", "privacy matters"
 
 
 def run_cli(capsys, *argv):
-    code = main(list(argv))
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # a usage error (argparse): one line, exit code 2
+        code = exc.code
     return code, capsys.readouterr().err
 
 
@@ -73,8 +76,8 @@ def test_cli_truncates_long_text_with_warning(capsys, tmp_path, tiny_model):
 
 
 @pytest.mark.parametrize("argv,match", [
-    (["--eta", "0"], "eta must be a positive"),
-    (["--eta", "-3"], "eta must be a positive"),
+    (["--eta", "0"], "--eta: '0' is out of range: number in (0,"),
+    (["--eta", "-3"], "--eta: '-3' is out of range"),
     (["--eta", "10", "--mechanism", "word"], "unknown mechanism 'word'"),
     (["--eta", "10", "--mechanism", "rep"], "should end in .npz"),
 ])

@@ -180,7 +180,7 @@ def test_cli_pretrain_and_bad_input(tiny_model, tmp_path, capsys):
         (["--objective", "mystery", "--eta", "30"], "unknown objective"),
         (["--objective", "vanilla", "--eta", "30", "--mechanism", "sound"], "unknown input mechanism"),
         (["--objective", "vanilla", "--eta", "30", "--init-head", str(tmp_path / "none.pt")], "no such file"),
-        (["--objective", "vanilla", "--eta", "30", "--mask-prob", "1.5"], "masking probability"),
+        (["--objective", "vanilla", "--eta", "30", "--mask-prob", "1.5"], "--mask-prob: '1.5' is out of range"),
     ]:
         code, err = _cli(base + extra + ["--out", str(tmp_path / "bad")], capsys)
         assert code == 2 and msg in err and "Traceback" not in err, (extra, err)

@@ -75,10 +75,11 @@ def test_gaussian_calibration_is_the_analytic_gaussian_composed():
     cal = calibrate("gaussian", epsilon=2.0, delta=1e-5, clip=1.0, dim=384, k=4, epochs=5)
     assert cal.participations == 20 and cal.valid
     z = cal.mechanism.noise_multiplier
-    assert z == pytest.approx(dp_accounting.get_sigma_gaussian(2.0, 1e-5) * math.sqrt(20))
+    analytic = dp_accounting.get_sigma_gaussian(2.0, 1e-5) * math.sqrt(20)
+    assert analytic <= z == pytest.approx(analytic, rel=1e-4)  # raised only by the accountant's discretisation slack
     assert cal.mechanism.noise == pytest.approx(z * 2.0)  # Delta_2 = 2C
-    assert cal.epsilon == pytest.approx(2.0, rel=1e-3)  # PLD accounting agrees with the analytic calibration
-    assert dp_accounting.get_epsilon_gaussian(z / math.sqrt(20), 1e-5) == pytest.approx(2.0, rel=1e-6)
+    assert cal.epsilon <= 2.0 and cal.epsilon == pytest.approx(2.0, rel=1e-3)  # PLD agrees with the analytic value
+    assert dp_accounting.get_epsilon_gaussian(z / math.sqrt(20), 1e-5) == pytest.approx(2.0, rel=1e-4)
 
 
 def test_laplace_calibration_meets_its_target():
@@ -154,11 +155,11 @@ def test_cli_dp_account_and_paper_label(capsys, tmp_path):
     assert "NOT a valid DP guarantee" in cap.err and json.loads(cap.out)["valid_dp_guarantee"] is False
 
 
-@pytest.mark.parametrize("extra,match", [
-    (["--epsilon", "0"], "epsilon must be > 0"),
-    (["--epsilon", "1", "--delta", "1"], "delta must be in (0, 1)"),
-    (["--epsilon", "1", "--delta", "0"], "delta must be in (0, 1)"),
-    (["--epsilon", "1", "--clip", "0"], "clipping bound C must be > 0"),
+@pytest.mark.parametrize("extra,match", [  # checked by argparse (privnlu.cli.options ranges): one usage line
+    (["--epsilon", "0"], "--epsilon: '0' is out of range: number in (0, 1000]"),
+    (["--epsilon", "1", "--delta", "1"], "--delta: '1' is out of range: number in [1e-15, 1)"),
+    (["--epsilon", "1", "--delta", "0"], "--delta: '0' is out of range"),
+    (["--epsilon", "1", "--clip", "0"], "--clip: '0' is out of range"),
 ])
 def test_cli_dp_bad_input(capsys, tmp_path, tiny_model, toy_glue, extra, match):  # noqa: F811
     for argv in (["dp", "account", *extra],
@@ -166,7 +167,7 @@ def test_cli_dp_bad_input(capsys, tmp_path, tiny_model, toy_glue, extra, match):
                   str(tmp_path / "c"), "--out", str(tmp_path / "e.pt"), "--key-out", str(tmp_path / "k.pt"), *extra]):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert err == [f"privnlu: error: {err[0][len('privnlu: error: '):]}"] and match in err[0]
+        assert len(err) == 1 and err[0].startswith("privnlu dp ") and match in err[0]
     assert not (tmp_path / "e.pt").exists() and not (tmp_path / "k.pt").exists()
 
 

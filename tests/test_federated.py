@@ -272,7 +272,7 @@ def test_checkpoint_and_resume_match_an_uninterrupted_run(tiny_model, tmp_path):
 # -- CLI ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("extra,msg", [
-    (["--clients", "0"], "--clients must be >= 1"),
+    (["--clients", "0"], "--clients: '0' is out of range: integer >= 1"),
     (["--clients", "3", "--m", "256"], "not divisible by 3 clients"),
     (["--clients", "3", "--m", "10", "--pool-sizes", "5,5,1"], "sum to 11"),
     (["--deploy"], "needs the SuperLink address"),

@@ -151,9 +151,9 @@ def test_the_secure_generator_has_no_state_to_checkpoint():
 @pytest.mark.parametrize("extra,msg", [
     (["--dp-clip", "1"], "exactly one of --dp-noise-multiplier or --dp-epsilon"),
     (["--dp-noise-multiplier", "1"], "need --dp-clip"),
-    (["--dp-clip", "-1", "--dp-noise-multiplier", "1"], "clipping norm must be > 0"),
-    (["--dp-clip", "1", "--dp-epsilon", "-2"], "epsilon must be > 0"),
-    (["--dp-clip", "1", "--dp-noise-multiplier", "1", "--dp-delta", "2"], "delta must be in"),
+    (["--dp-clip", "-1", "--dp-noise-multiplier", "1"], "--dp-clip: '-1' is out of range"),
+    (["--dp-clip", "1", "--dp-epsilon", "-2"], "--dp-epsilon: '-2' is out of range"),
+    (["--dp-clip", "1", "--dp-noise-multiplier", "1", "--dp-delta", "2"], "--dp-delta: '2' is out of range"),
     (["--dp-clip", "1", "--dp-noise-multiplier", "1", "--algorithm", "fedavg"], "needs --algorithm fedsgd"),
 ])
 def test_cli_bad_dp_input_is_one_line_exit_2(extra, msg, capsys, tmp_path):

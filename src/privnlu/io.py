@@ -3,14 +3,24 @@
 Outputs are written to a temporary file in the destination folder and renamed
 into place, so an interrupted run never leaves a half-written file and never
 clobbers an earlier result. Key material is written with mode 0600 from the
-moment the file exists.
+moment the file exists. :func:`atomic_paths` commits several files together (a
+release and its key: neither exists without the other).
+
+Every result JSON (a dict with a ``"kind"``) written through
+:func:`write_json_atomic` is stamped with :func:`provenance`: the privnlu
+version, the git commit of a source checkout, and the versions of torch,
+transformers, flwr and dp-accounting. Non-finite floats are written as the
+strings ``"inf"``, ``"-inf"`` and ``"nan"``, so the file stays valid JSON.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import math
 import os
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -44,6 +54,50 @@ def atomic_path(path: str | os.PathLike[str], *, mode: int | None = None) -> Ite
         raise
 
 
+@contextlib.contextmanager
+def atomic_paths(*targets: tuple[str | os.PathLike[str], int | None]) -> Iterator[list[Path]]:
+    """Temporary paths for several ``(path, mode)`` targets, renamed into place together when the body succeeds.
+
+    Nothing is renamed unless every file was written; if a rename fails, the files already renamed are removed
+    again, so a release never exists without its key, nor a key without its release.
+    """
+    with contextlib.ExitStack() as stack:
+        tmps: list[Path] = []
+        for path, mode in targets:
+            dest = Path(path)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+            os.close(fd)
+            tmp_path = Path(tmp)
+            stack.callback(tmp_path.unlink, missing_ok=True)
+            if mode is not None:
+                os.chmod(tmp_path, mode)
+            tmps.append(tmp_path)
+        yield tmps
+        done: list[Path] = []
+        try:
+            for tmp_path, (path, _) in zip(tmps, targets):
+                os.replace(tmp_path, path)
+                done.append(Path(path))
+        except BaseException:
+            for d in done:
+                d.unlink(missing_ok=True)
+            raise
+
+
+def remove_stale_temps(path: str | os.PathLike[str]) -> list[Path]:
+    """Remove temporary files an earlier, killed writer of ``path`` left beside it (``.<name>.*.tmp``).
+
+    For files with a single writer (a run's checkpoint): call it before writing. SIGTERM and Ctrl-C never leave
+    them (see :func:`atomic_path`); only SIGKILL or a power cut can.
+    """
+    dest = Path(path)
+    stale = list(dest.parent.glob(f".{dest.name}.*.tmp")) if dest.parent.is_dir() else []
+    for f in stale:
+        f.unlink(missing_ok=True)
+    return stale
+
+
 def write_atomic(path: str | os.PathLike[str], writer: Callable[[Path], None], *, mode: int | None = None) -> Path:
     """Call ``writer(tmp_path)`` and move the result onto ``path`` atomically."""
     with atomic_path(path, mode=mode) as tmp:
@@ -56,7 +110,61 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, *, mode: int | No
 
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any, *, mode: int | None = None) -> Path:
-    return write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n", mode=mode)
+    """Write ``obj`` as JSON atomically; a result record (a dict with a ``"kind"``) gets a ``"provenance"`` stamp."""
+    return write_text_atomic(path, json_text(obj) + "\n", mode=mode)
+
+
+def json_text(obj: Any) -> str:
+    """Strict JSON for ``obj`` (see the module docstring); a result record gets its ``"provenance"`` stamp."""
+    if isinstance(obj, dict) and "kind" in obj and "provenance" not in obj:
+        obj = {**obj, "provenance": provenance()}
+    return json.dumps(_finite(obj), indent=2, sort_keys=False, default=_json_default, allow_nan=False)
+
+
+#: the libraries whose versions a result records
+STAMPED_PACKAGES = ("torch", "transformers", "flwr", "dp-accounting")
+
+
+@functools.lru_cache(maxsize=1)
+def provenance() -> dict:
+    """privnlu's version, its git commit (a source checkout only) and the versions of the libraries results
+    depend on (None where not installed)."""
+    from importlib import metadata
+
+    from . import __version__
+
+    versions: dict[str, str | None] = {}
+    for name in STAMPED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return {"privnlu": __version__, "git_commit": _git_commit(), **versions}
+
+
+def _git_commit() -> str | None:
+    """HEAD of the checkout privnlu runs from (with ``+dirty`` for local changes), or None if not a privnlu checkout."""
+    root = Path(__file__).resolve().parents[2]  # src/privnlu/io.py -> the checkout
+    if not (root / "pyproject.toml").is_file() or not (root / ".git").exists():
+        return None
+    try:
+        run = functools.partial(subprocess.run, cwd=root, capture_output=True, text=True, timeout=5, check=True)
+        head = run(["git", "rev-parse", "HEAD"]).stdout.strip()
+        dirty = run(["git", "status", "--porcelain", "--untracked-files=no"]).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+dirty" if dirty else "") if head else None
+
+
+def _finite(obj: Any) -> Any:
+    """``obj`` with non-finite floats replaced by "inf", "-inf" or "nan" (strict JSON has no Infinity/NaN)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def torch_save_atomic(path: str | os.PathLike[str], obj: Any, *, mode: int | None = None) -> Path:
@@ -77,11 +185,9 @@ def _json_default(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     if isinstance(obj, torch.Tensor):
-        return obj.tolist()
-    if hasattr(obj, "item"):
-        return obj.item()
+        return _finite(obj.tolist())
+    if hasattr(obj, "item") and getattr(obj, "ndim", 0) == 0:
+        return _finite(obj.item())
     if hasattr(obj, "tolist"):
-        return obj.tolist()
-    if isinstance(obj, float) and obj == float("inf"):
-        return "inf"
+        return _finite(obj.tolist())
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")

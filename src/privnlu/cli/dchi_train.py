@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from ..errors import PrivnluError
-from ..io import write_json_atomic
+from ..io import json_text, write_json_atomic
 from ..rng import SecretGenerator
 from ..training import mlm, private_finetune as pf
 from .common import positive_int, say, warn_seed
@@ -48,9 +49,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--lstm-lr", type=float, default=1e-3, help="BiLSTM learning rate (default: 1e-3)")
     f.add_argument("--head-lr", type=float, default=1e-3)
     f.add_argument("--lstm-epochs", type=positive_int, help="epochs of the BiLSTM (default: --epochs)")
-    f.add_argument("--lstm-hidden", type=positive_int, default=256)
+    f.add_argument("--lstm-hidden", type=positive_int, default=256, help="BiLSTM hidden size")
     f.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu); privatization always runs on the CPU")
     f.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes the noise, data order, initialisation and dropout reproducible")
+    f.add_argument("--force", action="store_true",
+                   help="recompute runs whose results exist (a result computed with other settings is refused without it)")
     f.set_defaults(func=run_finetune)
 
     p = sub.add_parser("dchi-pretrain", help="privacy-adaptive MLM pretraining (vanilla / probability / denoising)",
@@ -70,9 +73,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-length", type=positive_int, default=64)
     p.add_argument("--lr", type=float, default=5e-5, help="encoder learning rate")
     p.add_argument("--head-lr", type=float, default=1e-3)
-    p.add_argument("--mask-prob", type=float, default=0.15)
+    p.add_argument("--mask-prob", type=float, default=0.15, help="fraction of tokens masked for MLM")
     p.add_argument("--draws", type=positive_int, default=10, help="perturbations per masked token (probability MLM)")
-    p.add_argument("--checkpoint-every", type=positive_int, default=50)
+    p.add_argument("--checkpoint-every", type=positive_int, default=50, help="checkpoint every N steps")
     p.add_argument("--stop-after", type=positive_int, help="run at most N steps now, checkpoint, and exit (resume later)")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     p.add_argument("--eval-size", type=positive_int, default=256, help="held-out corpus texts for masked accuracy")
@@ -103,7 +106,7 @@ def run_finetune(args: argparse.Namespace) -> int:
     warn_seed(args)
     out = Path(args.out)
     todo = [(c, out / _file_name(args.task, args.tag, c)) for c in configs]
-    todo = [(c, f) for c, f in todo if not f.exists()]
+    todo = [(c, f) for c, f in todo if not _finished(f, _settings(args, c), force=args.force)]
     if not todo:
         say(f"all {len(configs)} runs already have results in {out}")
         return 0
@@ -118,9 +121,40 @@ def run_finetune(args: argparse.Namespace) -> int:
             shared = {key: pf.privatize(prep, config.mode, config.eta, rng)}
         rec = pf.finetune(prep, config, payloads=shared[key], log=say).record
         rec["tag"] = args.tag
+        rec["settings"] = _settings(args, config)
         write_json_atomic(path, rec)
         say(f"{path.name}: dev score {rec['score']:.2f} ({rec['seconds']:.0f} s)")
     return 0
+
+
+def _settings(args: argparse.Namespace, c: pf.FinetuneConfig) -> dict:
+    """Everything that changes one fine-tuning run's result (recorded in its file, compared on a rerun)."""
+    from dataclasses import asdict
+
+    return {"task": args.task, "model": args.model, "data_dir": args.data_dir, "train_limit": args.train_limit,
+            "dev_limit": args.dev_limit, "max_length": args.max_length, **asdict(c)}
+
+
+def _finished(path: Path, settings: dict, *, force: bool) -> bool:
+    """True if ``path`` holds this run's result; refuses (one line) a result computed with other settings."""
+    from ..io import read_json
+
+    if force or not path.exists():
+        return False
+    try:
+        rec = read_json(path)
+        old, _ = rec.get("settings"), rec["score"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        say(f"{path} is not a readable result; recomputing it")
+        return False
+    if old is None:
+        raise PrivnluError(f"{path} records no settings (an older privnlu wrote it): move it away, or --force to recompute")
+    new = json.loads(json_text(settings))
+    diff = [f"{k} {old.get(k)!r} -> {new.get(k)!r}" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    if diff:
+        raise PrivnluError(f"{path} holds a run computed with other settings ({'; '.join(diff[:4])}): use another "
+                           "--out, or --force to recompute it")
+    return True
 
 
 def _file_name(task: str, tag: str, c: pf.FinetuneConfig) -> str:

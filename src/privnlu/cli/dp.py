@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from .. import __version__
-from ..io import write_json_atomic
+from ..io import json_text, write_json_atomic
 from .common import add_data_args, add_model_args, m_value, positive_int
 
 
@@ -22,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a = dsub.add_parser("account", help="noise for an (epsilon, delta) target, and the epsilon the release really has")
     _privacy_args(a)
     a.add_argument("--dim", type=positive_int, default=384, help="representation width d (default: 384)")
-    a.add_argument("--out", help="also write the calibration as a results JSON (kind 'dp')")
+    a.add_argument("--out", help="also write the calibration as a results JSON (kind 'dp'); default: stdout only")
     a.set_defaults(func=run_account)
 
     e = dsub.add_parser("encode", help="write DP encodings and mixed labels (key file separately, mode 0600)")
@@ -30,18 +29,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_args(e)
     _privacy_args(e)
     e.add_argument("--m", type=m_value, default=0, help="mask pool size (default: 0; masks add nothing to the DP guarantee)")
-    e.add_argument("--split", default="train")
-    e.add_argument("--batch-size", type=positive_int, default=64)
+    e.add_argument("--split", default="train", help="which split to encode")
+    e.add_argument("--batch-size", type=positive_int, default=64, help="examples per encoding batch")
     e.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes every secret reproducible")
     e.add_argument("--out", required=True, help="shared output file (.pt)")
     e.add_argument("--key-out", required=True, help="key file (.pt, mode 0600)")
-    e.add_argument("--quiet", action="store_true")
+    e.add_argument("--quiet", action="store_true", help="no progress bars")
+    e.add_argument("--force", action="store_true", help="replace an existing --key-out file (its release becomes undecodable)")
     e.set_defaults(func=run_encode)
 
 
 def _privacy_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("privacy")
-    g.add_argument("--mechanism", default="gaussian", choices=["gaussian", "laplace"])
+    g.add_argument("--mechanism", default="gaussian", choices=["gaussian", "laplace"], help="noise distribution")
     g.add_argument("--epsilon", type=float, required=True, help="target epsilon (per example, whole release)")
     g.add_argument("--delta", type=float, default=1e-5, help="target delta (default: 1e-5)")
     g.add_argument("--clip", type=float, default=1.0, help="clipping bound C (L2 for gaussian, L1 for laplace; default: 1)")
@@ -74,7 +74,7 @@ def run_account(args: argparse.Namespace) -> int:
     rec = {"kind": "dp", "privnlu": __version__, **cal.to_json()}
     if args.out:
         write_json_atomic(args.out, rec)
-    sys.stdout.write(json.dumps(rec, indent=2) + "\n")
+    sys.stdout.write(json_text(rec) + "\n")
     return 0
 
 

@@ -6,6 +6,7 @@ import argparse
 from dataclasses import replace
 
 from ..experiments.pipeline import make_hider, prepare, split_release
+from ..io import SECRET_MODE, atomic_paths
 from ..mechanisms.release import hide_dataset
 from ..rng import SecretGenerator
 from .common import (add_data_args, add_model_args, add_texthide_args, check_release_paths, positive_int, run_spec, say,
@@ -30,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="shared output file (.pt): encodings and mixed labels")
     p.add_argument("--key-out", required=True, help="key file (.pt, mode 0600): keep it private")
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--force", action="store_true", help="replace an existing --key-out file (its release becomes undecodable)")
     p.set_defaults(func=run, **RELEASE_DEFAULTS)
 
 
@@ -49,8 +51,9 @@ def run(args: argparse.Namespace) -> int:
     payload, key = hide_dataset(hider, x, y, epochs=args.epochs, batch_size=args.batch_size,
                                 meta={"task": prep.task.name, "split": args.split, "label_names": list(prep.task.label_names),
                                       "encoder": prep.encoder.name, "pooling": spec.pooling, **dp})
-    key.save(args.key_out)
-    payload.save(args.out)
+    with atomic_paths((args.out, None), (args.key_out, SECRET_MODE)) as (out_tmp, key_tmp):  # both or neither
+        key.save(key_tmp)
+        payload.save(out_tmp)
     label = f" ({dp['dp']['label']})" if dp else ""
     say(f"wrote {len(payload.x)} encodings{label} to {args.out}; key material to {args.key_out} (mode 0600, keep it private)")
     return 0

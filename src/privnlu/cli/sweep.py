@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--m", dest="m_grid", type=m_list, default="0,1,16,64,256,1024,inf", help="pool sizes (default: 0,1,16,64,256,1024,inf)")
     p.add_argument("--k", dest="k_grid", type=int_list, default="1,2,4,8", help="mixing sizes (default: 1,2,4,8)")
     p.add_argument("--out", help="folder for the grid's results (default: runs/sweep/<task>)")
-    p.add_argument("--force", action="store_true", help="recompute points that already have results")
+    p.add_argument("--force", action="store_true", help="recompute points that already have results (a point computed with other settings is refused without it)")
     p.set_defaults(func=run, mode="frozen")
 
 

@@ -71,7 +71,13 @@ def noise_multiplier_for(epsilon: float, delta: float, rounds: int) -> float:
 
     check_privacy_params(epsilon, delta)
     require(rounds >= 1, f"rounds must be >= 1, not {rounds}")
-    return float(dp_accounting.get_sigma_gaussian(epsilon, delta)) * math.sqrt(rounds)
+    z = float(dp_accounting.get_sigma_gaussian(epsilon, delta)) * math.sqrt(rounds)
+    for _ in range(30):  # the accountant's pessimistic estimate may sit a hair above the analytic value: raise z
+        spent = epsilon_spent(z, rounds, delta)
+        if spent <= epsilon:
+            break
+        z *= 1 + max(spent / epsilon - 1, 1e-9)
+    return z
 
 
 def clip_gradient(grads: dict[str, torch.Tensor], clipping_norm: float) -> tuple[dict[str, torch.Tensor], float]:

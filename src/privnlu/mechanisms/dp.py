@@ -32,8 +32,9 @@ exactly the replace-one guarantee.
 **Calibration.** ``correct``: the Gaussian is calibrated analytically (Balle &
 Wang 2018, ``dp_accounting.get_sigma_gaussian``) for the composition (a
 composition of ``n`` Gaussians with multiplier ``z`` is one Gaussian with
-multiplier ``z / sqrt(n)``); the Laplace by ``dp_accounting.calibrate_dp_mechanism``
-over the PLD of ``n`` Laplace mechanisms. ``paper``: one encoding only, Laplace
+multiplier ``z / sqrt(n)``); the Laplace by bisection over :func:`composed_epsilon`
+(PLD, RDP and pure-DP bounds of ``n`` Laplace mechanisms). Either way the noise is
+raised until the accounted epsilon is at most the target. ``paper``: one encoding only, Laplace
 scale ``2C / epsilon`` on L2-clipped vectors and the classical Gaussian
 ``sigma = 2C sqrt(2 ln(1.25/delta)) / epsilon``: **not a valid DP guarantee**
 for the release; privnlu then reports the epsilon the release really has.
@@ -52,7 +53,7 @@ import torch
 
 from ..errors import PrivnluError, require, require_choice
 from ..rng import SecretGenerator
-from .texthide import MaskPool, TextHide
+from .texthide import MaskPool, TextHide, check_finite
 
 MECHANISMS = ("gaussian", "laplace")
 CALIBRATIONS = ("correct", "paper")
@@ -60,9 +61,26 @@ PAPER_EPSILONS = (0.1, 1, 2, 4, 8, 10, 15, 20)
 NOT_DP = "not a valid DP guarantee"
 
 
+#: limits of what privnlu calibrates and accounts (docs/dp_encoding.md, "Limits"): above MAX_EPSILON a guarantee
+#: means nothing; below MIN_DELTA the accountant's truncated tail mass exceeds delta; MAX_PARTICIPATIONS keeps the
+#: numbers meaningful (the RDP/closed-form bounds answer any count in milliseconds)
+MAX_EPSILON = 1000.0
+MIN_DELTA = 1e-15
+MAX_PARTICIPATIONS = 10 ** 9
+#: the Laplace PLD is used only for at most LAPLACE_PLD_MAX_COMPOSITIONS compositions and a composed loss
+#: distribution of at most PLD_MAX_POINTS points (time and memory bounded); beyond, the RDP and pure-DP bounds
+#: (closed form in n) answer, and they are as tight there
+PLD_MAX_POINTS = 2_000_000
+LAPLACE_PLD_MAX_COMPOSITIONS = 100_000
+
+
 def check_privacy_params(epsilon: float, delta: float) -> None:
-    require(math.isfinite(epsilon) and epsilon > 0, f"epsilon must be > 0, not {epsilon}")
+    require(epsilon > 0, f"epsilon must be > 0, not {epsilon}")
+    require(epsilon <= MAX_EPSILON, f"epsilon must be at most {MAX_EPSILON:g}, not {epsilon} (a larger epsilon "
+                                    "protects nothing)")
     require(0 < delta < 1, f"delta must be in (0, 1), not {delta}")
+    require(delta >= MIN_DELTA, f"delta must be at least {MIN_DELTA:g}, not {delta} (below it the accountant's "
+                                "truncated tail mass exceeds delta)")
 
 
 def check_dp_settings(mechanism: str, epsilon: float, delta: float, clip: float, calibration: str) -> None:
@@ -74,10 +92,17 @@ def check_dp_settings(mechanism: str, epsilon: float, delta: float, clip: float,
 
 
 def clip_rows(x: torch.Tensor, clip: float, norm: str) -> torch.Tensor:
-    """``x_i * min(1, C / ||x_i||_p)`` for ``p`` = 1 or 2: every row has norm <= C afterwards."""
+    """``x_i * min(1, C / ||x_i||_p)`` for ``p`` = 1 or 2: every row has norm <= C afterwards.
+
+    The norm is computed overflow-safely, as ``s ||x_i / s||_p`` with ``s = max_t |x_it|`` in float64, so a row
+    whose squared entries overflow float32 (entries around 1e19) is scaled down, not zeroed.
+    """
     p = {"l1": 1, "l2": 2}[norm]
-    n = torch.linalg.vector_norm(x, ord=p, dim=1, keepdim=True)
-    return x * torch.clamp(clip / n.clamp_min(1e-12), max=1.0)
+    x64 = x.detach().double() if not x.requires_grad else x.double()
+    s = x64.abs().amax(dim=1, keepdim=True).clamp_min(1e-300)
+    n = s * torch.linalg.vector_norm(x64 / s, ord=p, dim=1, keepdim=True)
+    factor = torch.clamp(clip / n.clamp_min(1e-12), max=1.0)
+    return x * factor.to(x.dtype)
 
 
 @dataclass(frozen=True)
@@ -196,14 +221,52 @@ def pld_epsilon(event, delta: float, *, loss_scale: float = 1.0, interval: float
 
 
 def account(mechanism: EncodingMechanism, participations: int, delta: float) -> float:
-    """Epsilon at ``delta`` of ``participations`` compositions of the mechanism (dp-accounting PLD)."""
+    """Epsilon at ``delta`` of ``participations`` compositions of the mechanism: :func:`composed_epsilon`."""
+    return composed_epsilon(mechanism.kind, mechanism.noise_multiplier, participations, delta)
+
+
+def composed_epsilon(kind: str, z: float, n: int, delta: float, *, pld: bool = True) -> float:
+    """A sound upper bound on the epsilon at ``delta`` of ``n`` compositions of a Gaussian (Laplace) mechanism with
+    noise multiplier ``z``, in bounded time and memory for any ``n`` and ``z``: the smallest of
+
+    * the PLD accountant (dp-accounting, pessimistic estimate, discretisation interval ``1e-3``, or
+      ``epsilon / 1000`` when the answer is below 1): always for the Gaussian (whose PLD composes in closed form),
+      for the Laplace only where it is cheap (see :data:`LAPLACE_PLD_MAX_COMPOSITIONS`, :data:`PLD_MAX_POINTS`);
+    * the RDP accountant (closed form in ``n``);
+    * for the Laplace, pure-DP composition ``n / z``.
+
+    ``pld=False`` skips the PLD (a quick, looser bound: calibration brackets with it first).
+    """
     import dp_accounting
 
-    require(participations >= 1, f"participations must be >= 1, not {participations}")
-    require(0 < delta < 1, f"delta must be in (0, 1), not {delta}")
-    z = mechanism.noise_multiplier
-    return pld_epsilon(dp_accounting.SelfComposedDpEvent(mechanism.dp_event(), participations), delta,
-                       loss_scale=z ** -2 if mechanism.kind == "gaussian" else 1 / z, interval=1e-3)
+    require(1 <= n <= MAX_PARTICIPATIONS, f"participations must be in [1, {MAX_PARTICIPATIONS:g}], not {n}")
+    require(MIN_DELTA <= delta < 1, f"delta must be in [{MIN_DELTA:g}, 1), not {delta}")
+    require(math.isfinite(z) and z > 0, f"the noise multiplier must be > 0, not {z}")
+    single = dp_accounting.GaussianDpEvent(z) if kind == "gaussian" else dp_accounting.LaplaceDpEvent(z)
+    event = dp_accounting.SelfComposedDpEvent(single, n)
+    bounds = []
+    try:
+        rdp = dp_accounting.rdp.RdpAccountant()
+        rdp.compose(event)
+        bounds.append(float(rdp.get_epsilon(delta)))
+    except (OverflowError, ValueError, ZeroDivisionError):
+        pass
+    if kind == "laplace":
+        bounds.append(n / z)
+        bound = min(bounds)
+        interval = 1e-3 * min(1.0, bound)
+        if not pld or interval <= 0:
+            return bound
+        # PLD only where it is cheap and can be tighter: few compositions, a coarse enough grid per mechanism
+        # (each Laplace's loss lies in [-1/z, 1/z]) and a composed distribution of bounded size
+        points = min(n * 2.0 / z, 3.0 * bound + 20.0) / interval
+        if n <= LAPLACE_PLD_MAX_COMPOSITIONS and 2.0 / z / interval <= 1e4 and points <= PLD_MAX_POINTS:
+            bounds.append(pld_epsilon(event, delta, interval=interval))
+    elif pld:  # the Gaussian PLD composes in closed form: any n
+        interval = 1e-3 * min(1.0, max(min(bounds, default=1.0), 1e-9))
+        bounds.append(pld_epsilon(event, delta, loss_scale=z ** -2, interval=interval))
+    finite = [b for b in bounds if math.isfinite(b)]
+    return min(finite) if finite else math.inf
 
 
 @dataclass(frozen=True)
@@ -219,7 +282,7 @@ class Calibration:
 
     @property
     def valid(self) -> bool:
-        return self.calibration == "correct"
+        return self.calibration == "correct" and math.isfinite(self.epsilon) and self.epsilon <= self.target_epsilon
 
     def to_json(self) -> dict:
         return {**self.mechanism.to_json(), "participations": self.participations, "target_epsilon": self.target_epsilon,
@@ -232,15 +295,15 @@ class Calibration:
 def participations(k: int, epochs: int, *, inter: bool = False) -> int:
     """Encodings an example takes part in: one per private slot per epoch (see the module docstring)."""
     require(k >= 1 and epochs >= 1, "k and epochs must be >= 1")
-    return (math.ceil(k / 2) if inter else k) * epochs
+    n = (math.ceil(k / 2) if inter else k) * epochs
+    require(n <= MAX_PARTICIPATIONS, f"k x epochs = {n} encodings per example is more than privnlu accounts "
+                                     f"({MAX_PARTICIPATIONS:g})")
+    return n
 
 
 def calibrate(kind: str, *, epsilon: float, delta: float, clip: float, dim: int, k: int, epochs: int, inter: bool = False,
               calibration: str = "correct", max_weight: float = 1.0) -> Calibration:
     """Noise for an (epsilon, delta) target, per example over the whole release (``correct``) or per encoding (``paper``)."""
-    import dp_accounting
-    from dp_accounting.pld import PLDAccountant
-
     check_dp_settings(kind, epsilon, delta, clip, calibration)
     n = participations(k, epochs, inter=inter)
     if calibration == "paper":
@@ -252,13 +315,53 @@ def calibrate(kind: str, *, epsilon: float, delta: float, clip: float, dim: int,
             mech = LaplaceEncoding(clip=clip, noise=delta_paper / epsilon, dim=dim, clip_norm="l2", max_weight=max_weight)
     else:
         base = make_mechanism(kind, clip=clip, noise=1.0, dim=dim, max_weight=max_weight)
-        if kind == "gaussian":
-            z = dp_accounting.get_sigma_gaussian(epsilon, delta) * math.sqrt(n)
-        else:
-            z = dp_accounting.calibrate_dp_mechanism(
-                PLDAccountant, lambda b: dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(b), n), epsilon, delta)
-        mech = make_mechanism(kind, clip=clip, noise=float(z) * base.sensitivity, dim=dim, max_weight=max_weight)
+        z, accounted = correct_noise_multiplier(kind, epsilon, delta, n)
+        mech = make_mechanism(kind, clip=clip, noise=z * base.sensitivity, dim=dim, max_weight=max_weight)
+        return Calibration(mech, n, epsilon, delta, calibration, accounted)
     return Calibration(mech, n, epsilon, delta, calibration, account(mech, n, delta))
+
+
+def correct_noise_multiplier(kind: str, epsilon: float, delta: float, n: int) -> tuple[float, float]:
+    """The noise multiplier ``z`` for which :func:`composed_epsilon` of ``n`` compositions is at most ``epsilon``,
+    and that accounted epsilon (so the printed guarantee never exceeds the target).
+
+    Gaussian: the analytic calibration of the composition (Balle & Wang 2018; ``n`` Gaussians with multiplier
+    ``z`` are one with ``z / sqrt(n)``), raised by the accountant's discretisation slack where needed. Laplace:
+    bisection in ``log z`` between ``1 / (2 epsilon)`` (a single Laplace already costs about ``1/z``) and the pure-DP
+    value ``n / epsilon`` with the quick bounds (RDP, pure DP), then below that answer with the PLD as well, to a
+    relative precision of 1e-3.
+    """
+    import dp_accounting
+
+    def eps_at(z: float) -> float:
+        return composed_epsilon(kind, z, n, delta)
+
+    if kind == "gaussian":
+        z = float(dp_accounting.get_sigma_gaussian(epsilon, delta)) * math.sqrt(n)
+        acc = eps_at(z)
+        for _ in range(30):  # the PLD estimate is pessimistic: raise z by the slack until within the target
+            if acc <= epsilon:
+                return z, acc
+            z *= 1 + max(acc / epsilon - 1, 1e-6)
+            acc = eps_at(z)
+        raise PrivnluError(f"could not calibrate the Gaussian for epsilon {epsilon:g}, delta {delta:g}")
+    hi = _bisect(lambda z: composed_epsilon(kind, z, n, delta, pld=False), epsilon, 0.5 / epsilon, n / epsilon)
+    hi = _bisect(eps_at, epsilon, hi / 2, hi)  # the PLD is at most the quick bound: z lies below the quick answer
+    return hi, eps_at(hi)
+
+
+def _bisect(eps_at, epsilon: float, lo: float, hi: float) -> float:
+    """The smallest ``z`` in ``[lo, hi]`` (relative precision 1e-3) with ``eps_at(z) <= epsilon``, given that
+    ``eps_at(hi) <= epsilon`` and ``eps_at`` decreases in ``z``."""
+    if eps_at(lo) <= epsilon:
+        return lo
+    while hi / lo > 1 + 1e-3:
+        mid = math.sqrt(lo * hi)
+        if eps_at(mid) <= epsilon:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 @dataclass(frozen=True)
@@ -320,6 +423,7 @@ class DPTextHide(TextHide):
         return f"DP{super().__repr__()[:-1]}, {self.mechanism.kind}, C={self.mechanism.clip:g}, noise={self.mechanism.noise:.4g})"
 
     def hide(self, x: torch.Tensor, y: torch.Tensor, *, public: torch.Tensor | None = None):
+        check_finite(x, "representations")  # before clipping, before any secret is drawn
         hb = super().hide(self.mechanism.clip_rows(x), y, public=public)
         return replace(hb, x=self._noisy(hb.x))
 

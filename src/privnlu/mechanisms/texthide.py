@@ -26,7 +26,7 @@ on every call: one-time keys, new each epoch.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -130,10 +130,18 @@ class HiddenBatch:
 
     x: torch.Tensor
     y: torch.Tensor
-    partners: torch.Tensor
-    coeffs: torch.Tensor
-    public: torch.Tensor
-    mask_ids: torch.Tensor | None
+    partners: torch.Tensor = field(repr=False)  # the key fields never appear in repr()/str()
+    coeffs: torch.Tensor = field(repr=False)
+    public: torch.Tensor = field(repr=False)
+    mask_ids: torch.Tensor | None = field(repr=False)
+
+
+def check_finite(x: torch.Tensor, what: str) -> None:
+    """Refuse NaN or infinite inputs: mixed into encodings they would mark exactly the encodings that mix that
+    example, revealing who was mixed with whom."""
+    if not bool(torch.isfinite(x).all()):
+        bad = int((~torch.isfinite(x)).any(dim=-1).sum()) if x.ndim > 1 else 1
+        raise PrivnluError(f"the {what} contain NaN or infinite values ({bad} row(s)); TextHide refuses them")
 
 
 def mixing_coefficients(b: int, k: int, rng: SecretGenerator) -> torch.Tensor:
@@ -203,6 +211,7 @@ class TextHide:
         ``public`` overrides the public representations for this call (joint
         fine-tuning re-encodes a public mini-batch with the current encoder).
         """
+        check_finite(x, "representations")  # before any secret is drawn
         public = self.public if public is None else public
         b = x.shape[0]
         check_k(self.n_private, b)

@@ -48,37 +48,94 @@ def load_results(paths: list[str | Path]) -> list[dict]:
     return records
 
 
-def markdown_report(paths: list[str | Path]) -> str:
-    """The sections that have a Markdown form, as text (for docs/results.md)."""
+#: what a section raises when a record lacks a field or holds a value of the wrong type
+RECORD_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError, ZeroDivisionError)
+
+
+def _warn(msg: str) -> None:
+    import sys
+
+    sys.stderr.write(f"privnlu report: warning: {msg}\n")
+
+
+def _render_all(records: list[dict], render) -> tuple[list, list[dict]]:
+    """``render(section, records)`` for every section; a record that makes a section fail (a missing field, a
+    wrong type) is left out of the whole report with a one-line warning naming its file, and the sections are
+    rendered again without it. Returns the non-empty outputs in section order, and the records used."""
     from . import load_sections
 
     load_sections()
+    records = list(records)
+    while True:
+        try:
+            return [(sec, body) for sec in sorted(SECTIONS.values(), key=lambda s: s.order)
+                    if (body := render(sec, records))], records
+        except RECORD_ERRORS as exc:
+            bad = [r for r in records if _fails(render, r)]
+            if not bad:  # no single record explains it: a bug, not a bad file
+                raise PrivnluError(f"the report could not be built ({type(exc).__name__}: {exc})") from None
+            for r in bad:
+                _warn(f"skipping {r.get('_source', 'a record')}: not a complete {r.get('kind')!r} result "
+                      f"({type(exc).__name__}: {exc})")
+            records = [r for r in records if not any(r is b for b in bad)]
+            if not records:
+                raise PrivnluError("no complete privnlu results to report") from None
+
+
+def _fails(render, rec: dict) -> bool:
+    from . import load_sections
+
+    load_sections()
+    try:
+        for sec in SECTIONS.values():
+            render(sec, [rec])
+    except RECORD_ERRORS:
+        return True
+    return False
+
+
+def markdown_report(paths: list[str | Path]) -> str:
+    """The sections that have a Markdown form, as text (for docs/results.md)."""
     records = load_results(paths)
-    parts = []
-    for sec in sorted(SECTIONS.values(), key=lambda s: s.order):
-        body = sec.markdown(records) if sec.markdown else None
-        if body:
-            parts.append(f"### {sec.title}\n\n{body}\n")
-    return "\n".join(parts)
+    bodies, _ = _render_all(records, lambda sec, recs: sec.markdown(recs) if sec.markdown else None)
+    return "\n".join(f"### {sec.title}\n\n{body}\n" for sec, body in bodies)
 
 
 def build_report(paths: list[str | Path], out_dir: str | Path, *, title: str = "privnlu report") -> Path:
-    """Render every registered section that has something to show; return the page's path."""
-    from . import load_sections
+    """Render every registered section that has something to show; return the page's path.
 
-    load_sections()
+    Everything is rendered into a temporary folder beside ``out_dir`` and moved into place only when the whole
+    page succeeded, so a failure never leaves a partial report.
+    """
+    import os
+    import shutil
+    import tempfile
+
     records = load_results(paths)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    ctx = Context(out)
-    parts = []
-    for sec in sorted(SECTIONS.values(), key=lambda s: s.order):
-        body = sec.render(records, ctx)
-        if body:
-            parts.append(f'<section id="{sec.name}"><h2>{html.escape(sec.title)}</h2>{body}</section>')
-    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
-            f"<p class='note'>privnlu {__version__}, {len(records)} result records, generated {stamp}.</p>"
-            + "".join(parts) + "</body></html>")
-    return write_text_atomic(out / "index.html", page)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        def render(sec, recs):
+            with tempfile.TemporaryDirectory(dir=stage) as scratch:  # figures of a failed attempt are dropped
+                ctx = Context(Path(scratch))
+                body = sec.render(recs, ctx)
+                for f in ctx.figures:
+                    os.replace(Path(scratch) / f, stage / f)
+                return body
+
+        bodies, used = _render_all(records, render)
+        parts = [f'<section id="{sec.name}"><h2>{html.escape(sec.title)}</h2>{body}</section>' for sec, body in bodies]
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+                f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+                f"<p class='note'>privnlu {__version__}, {len(used)} result records, generated {stamp}.</p>"
+                + "".join(parts) + "</body></html>")
+        write_text_atomic(stage / "index.html", page, mode=0o644)  # a page for readers: not 0600 like mkstemp
+        out.mkdir(parents=True, exist_ok=True)
+        for f in sorted(stage.iterdir(), key=lambda f: f.name == "index.html"):  # the page last
+            if f.is_file():
+                os.replace(f, out / f.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return out / "index.html"

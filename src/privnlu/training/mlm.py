@@ -41,7 +41,7 @@ from torch import nn
 
 from ..data import load_public_corpus
 from ..errors import PrivnluError, require_at_least_one, require_choice, require_learning_rate
-from ..io import torch_save_atomic, write_json_atomic
+from ..io import remove_stale_temps, torch_save_atomic, write_json_atomic
 from ..mechanisms.dchi import TokenSpace, check_eta, m_rep, m_txt, privatized_positions
 from ..rng import SecretGenerator, derive_seed, seeded_torch
 from .losses import soft_cross_entropy
@@ -356,6 +356,7 @@ class Pretrainer:
                 "head": self.head.state_dict(), "state": state}
         if opt is not None:
             blob.update(optimizer=opt.state_dict(), scheduler=sched.state_dict())
+        remove_stale_temps(path)  # a SIGKILLed run's half-written checkpoint (SIGTERM leaves none)
         torch_save_atomic(path, blob)
 
     def _finish(self, state: dict, seconds: float) -> dict:

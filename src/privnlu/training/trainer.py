@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from ..data import metrics as glue_metrics
 from ..data.tasks import TaskSpec
 from ..errors import PrivnluError, require_learning_rate
-from ..io import torch_save_atomic
+from ..io import remove_stale_temps, torch_save_atomic
 from ..mechanisms.texthide import TextHide
 from .losses import task_loss
 
@@ -150,6 +150,8 @@ def fit(
     modules = {"head": head, **(extra_modules or {})}
     state = TrainState()
     shuffle = torch.Generator().manual_seed(config.seed if config.seed is not None else int(time.time_ns() % 2**62))
+    if checkpoint is not None:
+        remove_stale_temps(checkpoint)  # a killed run's half-written checkpoint (SIGKILL); SIGTERM leaves none
     if checkpoint is not None and resume and checkpoint.exists():
         state = _restore(checkpoint, modules, optimizer, scheduler, shuffle, config)
     device = next(head.parameters()).device
