@@ -242,7 +242,10 @@ def test_cli_payload_bad_input(capsys, tmp_path, tiny_model, toy_glue):
     base, enc, key = encode_file(capsys, tmp_path, tiny_model, toy_glue)
     junk = tmp_path / "junk.pt"
     junk.write_text("not a tensor file")
-    cases = [(["--payload", str(key)], "is a key file"), (["--payload", str(junk)], "not a privnlu encoding file"),
+    pickled = tmp_path / "old.pt"
+    torch.save({"x": torch.zeros(3, 32), "y": torch.zeros(3, 2), "meta": {}}, pickled)  # an old-style payload
+    cases = [(["--payload", str(key)], "is a pickle"), (["--payload", str(pickled)], "is a pickle"),
+             (["--payload", str(junk)], "not a privnlu encoding file"),
              (["--payload", str(tmp_path / "missing.pt")], "no such file")]
     for cmd in ("search", "reconstruct"):
         for extra, match in cases:

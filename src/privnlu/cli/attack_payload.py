@@ -26,20 +26,18 @@ MAX_LISTED = 1000
 
 
 def load_shared(path: str) -> SharedPayload:
-    """Load and check a shared encoding file; a key file or anything else is refused with one line."""
+    """Load and check a shared encoding file (safetensors). A pickle (a key file, or an old ``.pt`` payload) is
+    refused with one line and never unpickled."""
     from pathlib import Path
 
     require(Path(path).is_file(), f"--payload {path}: no such file")
     try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception:
-        raise PrivnluError(f"--payload {path}: not a privnlu encoding file") from None
-    if isinstance(blob, dict) and "partners" in blob:
-        raise PrivnluError(f"--payload {path} is a key file; an attacker never reads key material: pass the shared file")
-    payload = SharedPayload.load(path)
+        payload = SharedPayload.load(path)
+    except PrivnluError as exc:
+        raise PrivnluError(f"--payload {exc}") from None
     x, y = payload.x, payload.y
-    require(isinstance(x, torch.Tensor) and x.ndim == 2 and len(x) > 0, f"--payload {path}: encodings must be a non-empty (N, d) matrix")
-    require(isinstance(y, torch.Tensor) and len(y) == len(x), f"--payload {path}: {len(x)} encodings but {len(y)} mixed labels")
+    require(x.ndim == 2 and len(x) > 0, f"--payload {path}: encodings must be a non-empty (N, d) matrix")
+    require(len(y) == len(x), f"--payload {path}: {len(x)} encodings but {len(y)} mixed labels")
     require(bool(torch.isfinite(x).all()), f"--payload {path}: encodings contain NaN or infinite values")
     return payload
 
