@@ -36,7 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--out", required=True, help="shared output file (.pt)")
     e.add_argument("--key-out", required=True, help="key file (.pt, mode 0600)")
     e.add_argument("--quiet", action="store_true")
+    e.add_argument("--ledger", metavar="FILE", help="privacy ledger beside the key: refuse a release over the owner's "
+                   "budget before any work, record it once written (see dp account --ledger)")
     e.set_defaults(func=run_encode)
+    _register_audit(dsub)
 
 
 def _privacy_args(p: argparse.ArgumentParser) -> None:
@@ -88,4 +91,92 @@ def run_encode(args: argparse.Namespace) -> int:
     ns.scheme, ns.inter, ns.public, ns.public_size = "dp", False, "wiki", 1  # no public corpus: not inter
     ns.dp_mechanism, ns.dp_epsilon, ns.dp_delta = args.mechanism, args.epsilon, args.delta
     ns.dp_clip, ns.dp_calibration, ns.dp_clean_queries = args.clip, args.calibration, False
+    ns.ledger_command = "dp encode"
     return encode(ns)
+
+
+# -- privnlu dp audit (empirical DP audit, privnlu.dp_audit) ------------------------
+AUDIT_MECHANISMS = ("gaussian", "laplace", "dchi-rep", "dchi-txt")
+
+
+def _register_audit(dsub) -> None:
+    au = dsub.add_parser("audit", help="empirical DP audit: a 95 %% lower bound on epsilon from many draws, beside the claim",
+                         description="Draw the real mechanism many times on worst-case neighbours and bound its epsilon "
+                                     "from below with a threshold distinguisher (Clopper-Pearson 95 %%). Exit code 1 if "
+                                     "the bound exceeds the claimed epsilon (the claim is refuted), 0 otherwise.")
+    au.add_argument("--mechanism", default="gaussian", choices=AUDIT_MECHANISMS,
+                    help="DP instance encoding noise (gaussian, laplace) or d_chi (dchi-rep: M_rep, dchi-txt: M_txt); "
+                         "default: gaussian")
+    g = au.add_argument_group("DP instance encoding (gaussian, laplace)")
+    g.add_argument("--epsilon", type=float, help="claimed epsilon, per example for the whole release")
+    g.add_argument("--delta", type=float, default=1e-5, help="delta (default: 1e-5)")
+    g.add_argument("--clip", type=float, default=1.0, help="clipping bound C (default: 1)")
+    g.add_argument("--calibration", default="correct", choices=["correct", "paper"],
+                   help="correct (default) or paper (the paper's calibration: L1 sensitivity 2C on L2-clipped vectors)")
+    g.add_argument("--dim", type=positive_int, default=64, help="representation width d (default: 64)")
+    g.add_argument("--k", type=positive_int, default=1, help="representations per encoding (default: 1)")
+    g.add_argument("--epochs", type=positive_int, default=1, help="encodings per example and slot (default: 1)")
+    h = au.add_argument_group("d_chi (dchi-rep, dchi-txt)")
+    h.add_argument("--eta", type=float, help="claimed eta: the claim for a token pair is eta * d(x, x')")
+    h.add_argument("--model", help="encoder whose token embeddings define d (default: packaged all-MiniLM-L6-v2)")
+    h.add_argument("--pairs", type=positive_int, default=3, help="token pairs audited (default: 3)")
+    h.add_argument("--target-loss", type=float, default=2.0,
+                   help="pick pairs whose claim eta * d(x, x') is closest to this (default: 2; within the audit's power)")
+    au.add_argument("--draws", type=positive_int,
+                    help="draws per hypothesis; half choose the threshold, half bound epsilon (default: 100000; dchi-txt: 20000)")
+    au.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes the mechanism's noise reproducible")
+    au.add_argument("--out", help="also write the audit as a results JSON (kind 'dp-audit')")
+    au.add_argument("--quiet", action="store_true", help="no progress bar")
+    au.set_defaults(func=run_audit)
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    from ..errors import require
+    from ..rng import SecretGenerator
+    from .common import say, warn_seed
+
+    dchi = args.mechanism.startswith("dchi")
+    draws = args.draws or (20_000 if args.mechanism == "dchi-txt" else 100_000)
+    if dchi:
+        from ..mechanisms.dchi import check_eta
+
+        require(args.eta is not None, f"--mechanism {args.mechanism} needs --eta")
+        check_eta(args.eta)
+        require(args.target_loss > 0, f"--target-loss must be > 0, not {args.target_loss}")
+    else:
+        from ..mechanisms.dp import check_dp_settings
+
+        require(args.epsilon is not None, f"--mechanism {args.mechanism} needs --epsilon (the claim to audit)")
+        check_dp_settings(args.mechanism, args.epsilon, args.delta, args.clip, args.calibration)
+    warn_seed(args)
+    rng = SecretGenerator(args.seed, warn=False)
+    from tqdm.auto import tqdm
+
+    from .. import dp_audit
+
+    total = 2 * draws * (args.pairs if dchi else 1)
+    with tqdm(total=total, disable=args.quiet, desc="dp audit", unit="draw") as bar:
+        if dchi:
+            from ..mechanisms.dchi import load_token_space
+
+            space, _ = load_token_space(args.model)
+            pairs = dp_audit.pick_pairs(space, args.eta, args.pairs, target=args.target_loss,
+                                        seed=args.seed if args.seed is not None else 0)
+            results = dp_audit.audit_dchi(space, args.eta, pairs, mechanism=args.mechanism[5:], draws=draws, rng=rng,
+                                          progress=bar.update)
+        else:
+            from ..mechanisms.dp import calibrate
+
+            cal = calibrate(args.mechanism, epsilon=args.epsilon, delta=args.delta, clip=args.clip, dim=args.dim, k=args.k,
+                            epochs=args.epochs, calibration=args.calibration)
+            results = [dp_audit.audit_encoding(cal, draws=draws, rng=rng, progress=bar.update)]
+    rec = {"kind": "dp-audit", "privnlu": __version__, "mechanism": args.mechanism, "draws_per_hypothesis": draws,
+           "experiment_seed": args.seed, "results": [r.to_json() for r in results],
+           "violated": any(r.violated for r in results)}
+    if args.out:
+        write_json_atomic(args.out, rec)
+    for r in results:
+        what = f" {r.details['tokens']}" if dchi else ""
+        say(f"{r.mechanism}{what}: eps_lb = {r.eps_lb:.3f} (95 %), claimed {r.claimed_epsilon:.4g}, {r.draws} draws per "
+            f"hypothesis, power {r.power:.2f}: {r.verdict}")
+    return 1 if rec["violated"] else 0
