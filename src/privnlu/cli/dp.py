@@ -19,8 +19,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "The guarantee is per example over every encoding it takes part in (k per epoch).")
     dsub = p.add_subparsers(dest="dp_command", metavar="ACTION", parser_class=OneLineParser)
     dsub.required = True
-    a = dsub.add_parser("account", help="noise for an (epsilon, delta) target, and the epsilon the release really has")
-    _privacy_args(a)
+    a = dsub.add_parser("account", help="noise for an (epsilon, delta) target, and the epsilon the release really has; "
+                                        "with --ledger, every recorded release of each dataset composed")
+    _privacy_args(a, epsilon_required=False)
+    lg = a.add_argument_group("privacy ledger")
+    lg.add_argument("--ledger", metavar="FILE", help="compose every release recorded in this ledger, per dataset and "
+                    "example (dp-accounting PLD); --epsilon is then not needed")
+    lg.add_argument("--budget-epsilon", type=float, help="set the owner's budget in the ledger: epsilon per example over "
+                    "all DP releases (at --budget-delta); later releases above it are refused")
+    lg.add_argument("--budget-delta", type=float, help="delta of the budget (default: 1e-5)")
+    lg.add_argument("--budget-eta", type=float, help="set the owner's budget for d_chi releases: total eta per example")
     a.add_argument("--dim", type=positive_int, default=384, help="representation width d (default: 384)")
     a.add_argument("--out", help="also write the calibration as a results JSON (kind 'dp')")
     a.set_defaults(func=run_account)
@@ -42,10 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     _register_audit(dsub)
 
 
-def _privacy_args(p: argparse.ArgumentParser) -> None:
+def _privacy_args(p: argparse.ArgumentParser, *, epsilon_required: bool = True) -> None:
     g = p.add_argument_group("privacy")
     g.add_argument("--mechanism", default="gaussian", choices=["gaussian", "laplace"])
-    g.add_argument("--epsilon", type=float, required=True, help="target epsilon (per example, whole release)")
+    g.add_argument("--epsilon", type=float, required=epsilon_required, help="target epsilon (per example, whole release)")
     g.add_argument("--delta", type=float, default=1e-5, help="target delta (default: 1e-5)")
     g.add_argument("--clip", type=float, default=1.0, help="clipping bound C (L2 for gaussian, L1 for laplace; default: 1)")
     g.add_argument("--k", type=positive_int, default=4, help="representations mixed per encoding (default: 4)")
@@ -73,6 +81,11 @@ def _calibrate(args: argparse.Namespace, dim: int):
 
 
 def run_account(args: argparse.Namespace) -> int:
+    if args.ledger:
+        return run_ledger(args)
+    from ..errors import require
+
+    require(args.epsilon is not None, "dp account needs --epsilon (or --ledger FILE to compose recorded releases)")
     cal = _calibrate(args, args.dim)
     rec = {"kind": "dp", "privnlu": __version__, **cal.to_json()}
     if args.out:
@@ -93,6 +106,39 @@ def run_encode(args: argparse.Namespace) -> int:
     ns.dp_clip, ns.dp_calibration, ns.dp_clean_queries = args.clip, args.calibration, False
     ns.ledger_command = "dp encode"
     return encode(ns)
+
+
+def run_ledger(args: argparse.Namespace) -> int:
+    """``dp account --ledger FILE``: set the budget (if asked) and compose every recorded release per dataset."""
+    from pathlib import Path
+
+    from ..errors import require
+    from ..ledger import Ledger
+    from .common import say
+
+    budget = (args.budget_epsilon, args.budget_delta, args.budget_eta)
+    require(Path(args.ledger).is_file() or any(b is not None for b in budget),
+            f"--ledger {args.ledger}: no such ledger (releases record into it with --ledger; set a budget with --budget-epsilon)")
+    ledger = Ledger.open(args.ledger)
+    if any(b is not None for b in budget):
+        ledger.set_budget(epsilon=args.budget_epsilon, delta=args.budget_delta, eta=args.budget_eta)
+    b = ledger.budget or {}
+    datasets = ledger.compose(delta=b.get("delta") or args.delta)
+    rec = {"kind": "dp-ledger", "privnlu": __version__, "ledger": str(args.ledger), "budget": ledger.budget,
+           "releases": len(ledger.data["releases"]), "datasets": datasets}
+    if any(x is not None for x in budget):
+        ledger.save()
+    if args.out:
+        write_json_atomic(args.out, rec)
+    sys.stdout.write(json.dumps(rec, indent=2) + "\n")
+    for d in datasets:
+        parts = [f"epsilon {d['epsilon']:.4g} (delta {d['delta']:g})" if d["epsilon"] is not None else None,
+                 f"eta {d['eta']:g} (d_chi)" if d["eta"] is not None else None]
+        text = ", ".join(p for p in parts if p) or "no DP or d_chi release"
+        flag = f"; {d['releases_without_formal_guarantee']} release(s) with no formal guarantee" \
+            if d["releases_without_formal_guarantee"] else ""
+        say(f"{', '.join(d['names'])}: {d['releases_of_this_dataset']} release(s); worst example: {text}{flag}")
+    return 0
 
 
 # -- privnlu dp audit (empirical DP audit, privnlu.dp_audit) ------------------------
