@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     payload, key = hide_dataset(hider, x, y, epochs=args.epochs, batch_size=args.batch_size,
                                 meta={"task": prep.task.name, "split": args.split, "label_names": list(prep.task.label_names),
                                       "encoder": public_model_name(prep.encoder), "encoder_fingerprint": prep.encoder.fingerprint,
-                                      "pooling": spec.pooling, **dp})
+                                      "pooling": spec.pooling, "data": "own files" if args.train_file else "named task", **dp})
     key.save(args.key_out)
     payload.save(args.out)
     if ledger is not None:
