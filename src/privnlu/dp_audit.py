@@ -24,7 +24,8 @@ The audit (in the spirit of Jagielski et al. 2020, Nasr et al. 2021):
    ``u = (x - x') / ||x - x'||_2`` (for ``M_txt`` of the output token's embedding),
    summed over the trial's encodings. For the Gaussian it is the likelihood ratio.
 3. **Threshold distinguisher.** Half of the draws choose the threshold ``t`` (the
-   one with the best bound on that half); the other half, never seen by that
+   one with the best bound on that half, at a stricter 99.9 % so that a lucky tail
+   of that half is not chosen); the other half, never seen by that
    choice, gives the bound: ``eps_lb = ln((1 - delta - FNR_hi) / FPR_hi)`` with
    ``FPR_hi``, ``FNR_hi`` the upper ends of two-sided 95 % Clopper-Pearson intervals
    (scipy's beta quantiles). A sound mechanism gives ``eps_lb <= epsilon`` (with
@@ -49,6 +50,7 @@ from .errors import require, require_choice
 from .rng import SecretGenerator
 
 CONFIDENCE = 0.95
+SELECTION_CONFIDENCE = 0.999  # for choosing the threshold on the first half only
 DCHI_MECHANISMS = ("rep", "txt")
 
 
@@ -63,10 +65,11 @@ def clopper_pearson(k: np.ndarray | int, n: int, confidence: float = CONFIDENCE)
     return lo, hi
 
 
-def epsilon_bound(fp: np.ndarray | int, fn: np.ndarray | int, n0: int, n1: int, delta: float) -> np.ndarray:
+def epsilon_bound(fp: np.ndarray | int, fn: np.ndarray | int, n0: int, n1: int, delta: float,
+                  confidence: float = CONFIDENCE) -> np.ndarray:
     """``max(0, ln((1 - delta - FNR_hi) / FPR_hi))`` for ``fp`` false positives of ``n0`` and ``fn`` misses of ``n1``."""
-    _, fpr_hi = clopper_pearson(fp, n0)
-    _, fnr_hi = clopper_pearson(fn, n1)
+    _, fpr_hi = clopper_pearson(fp, n0, confidence)
+    _, fnr_hi = clopper_pearson(fn, n1, confidence)
     num = 1.0 - delta - fnr_hi
     with np.errstate(divide="ignore", invalid="ignore"):
         val = np.where(num > 0, np.log(np.maximum(num, 1e-300) / fpr_hi), 0.0)
@@ -128,7 +131,8 @@ def distinguish(s_pos: np.ndarray, s_neg: np.ndarray, delta: float) -> dict:
     cand = np.unique(np.concatenate([np.quantile(np.concatenate([cal_pos, cal_neg]), np.linspace(0, 1, 401)),
                                      np.sort(cal_neg)[-200:]]))
     fp, fn = _rates(cal_pos, cal_neg, cand)
-    t = float(cand[int(np.argmax(epsilon_bound(fp, fn, h, h, delta)))])
+    # a stricter bound for the choice, so that the best of ~600 thresholds is not a lucky tail of the first half
+    t = float(cand[int(np.argmax(epsilon_bound(fp, fn, h, h, delta, SELECTION_CONFIDENCE)))])
     fp_e, fn_e = _rates(ev_pos, ev_neg, np.array([t]))
     n = len(ev_pos)
     eps = float(epsilon_bound(fp_e, fn_e, n, n, delta)[0])
