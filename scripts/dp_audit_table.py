@@ -17,11 +17,11 @@ from privnlu.mechanisms.dp import calibrate
 from privnlu.rng import SecretGenerator
 
 ENCODING_CASES = [  # (mechanism, calibration, epsilon, d, k, epochs)
-    ("gaussian", "correct", 1, 64, 1, 1), ("gaussian", "correct", 8, 64, 1, 1), ("gaussian", "correct", 8, 384, 4, 5),
-    ("laplace", "correct", 1, 64, 1, 1), ("laplace", "correct", 8, 64, 1, 1), ("laplace", "correct", 8, 384, 4, 5),
+    ("gaussian", "correct", 1, 64, 1, 1), ("gaussian", "correct", 8, 64, 1, 1), ("gaussian", "correct", 8, 64, 4, 5),
+    ("laplace", "correct", 1, 64, 1, 1), ("laplace", "correct", 8, 64, 1, 1), ("laplace", "correct", 8, 64, 4, 5),
     ("gaussian", "paper", 1, 64, 1, 1), ("gaussian", "paper", 8, 64, 1, 1),
     ("laplace", "paper", 1, 64, 1, 1), ("laplace", "paper", 1, 384, 1, 1), ("laplace", "paper", 8, 384, 1, 1),
-    ("laplace", "paper", 8, 384, 4, 5),
+    ("laplace", "paper", 8, 64, 4, 5),
 ]
 
 

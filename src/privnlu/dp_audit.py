@@ -173,11 +173,12 @@ def audit_encoding(calibration, *, draws: int = 100_000, rng: SecretGenerator, c
     v = boundary_direction(mech)
     x = mech.clip * v
     u = v / v.norm()  # (x - x') / ||x - x'||_2
+    step = max(1, chunk // n_part)  # trials per chunk: at most ~chunk encodings in memory at once
     stats = {}
     for sign in (1.0, -1.0):
         out = []
-        for s in range(0, draws, chunk):
-            b = min(chunk, draws - s)
+        for s in range(0, draws, step):
+            b = min(step, draws - s)
             rows = (sign * x).expand(b * n_part, -1).contiguous()
             enc = hider.hide(rows, torch.zeros(b * n_part, 1)).x  # the real clip + noise
             out.append((enc.double() @ u.double()).view(b, n_part).sum(1).numpy())
