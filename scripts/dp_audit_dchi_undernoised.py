@@ -22,7 +22,7 @@ def main() -> None:
     space, _ = load_token_space(None)
     pairs = pick_pairs(space, args.eta, 1)
     print("| noise factor (draws at factor x eta) | claim eta d | eps_lb (95 %) | verdict |\n|---|---|---|---|")
-    for factor in (1, 10, 30, 100):
+    for factor in (1, 2, 3, 5, 10, 30, 100):
         def sampler(sp, ids, e, g, f=factor):
             return m_rep(sp, ids, f * e, g)
 
