@@ -69,3 +69,14 @@ def test_encode_checks_split_before_any_work(capsys, tmp_path, tiny_model, own_f
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and "unknown split 'nosuch'" in err[-1] and len(err) == 1
     assert not cache.exists() and not (tmp_path / "e").exists() and not (tmp_path / "k").exists()  # nothing encoded
+
+
+@pytest.mark.parametrize("flag", ["--out", "--key-out"])
+def test_encode_checks_output_paths_before_any_work(capsys, tmp_path, tiny_model, own_files, flag):
+    train, dev = own_files
+    blocker = write(tmp_path / "a_file", "x")
+    paths = {"--out": str(tmp_path / "e"), "--key-out": str(tmp_path / "k"), flag: str(blocker / "sub" / "x")}
+    code = main(["encode", "--task", "mine", "--train-file", str(train), "--dev-file", str(dev), "--model", str(tiny_model),
+                 "--cache-dir", str(tmp_path / "c"), "--quiet", *[a for kv in paths.items() for a in kv]])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and f"{flag} " in err[-1] and "cannot write there" in err[-1] and not (tmp_path / "c").exists()

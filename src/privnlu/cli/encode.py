@@ -69,12 +69,30 @@ def check_split(task_name: str, split: str) -> None:
         raise PrivnluError(f"unknown split '{split}' for {task.name}; use {' or '.join(splits)}")
 
 
+def check_writable(path: str, flag: str) -> None:
+    """``path`` can be written: not a folder, and its nearest existing parent is a writable folder (before any work)."""
+    import os
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_dir():
+        raise PrivnluError(f"{flag} {path} is a folder; give a file name")
+    parent = p.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise PrivnluError(f"{flag} {path}: cannot write there ({parent} is not a writable folder)")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..experiments.pipeline import load_splits
     from ..models import load_encoder
 
     warn_seed(args)
     check_release_paths(args.out, args.key_out)
+    for flag, path in (("--out", args.out), ("--key-out", args.key_out), ("--ledger", getattr(args, "ledger", None))):
+        if path:
+            check_writable(path, flag)
     spec = run_spec(args)
     if spec.scheme == "none":
         spec = replace(spec, scheme="texthide")  # the (0, 1) identity release
