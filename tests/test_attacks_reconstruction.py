@@ -242,7 +242,10 @@ def test_cli_payload_bad_input(capsys, tmp_path, tiny_model, toy_glue):
     base, enc, key = encode_file(capsys, tmp_path, tiny_model, toy_glue)
     junk = tmp_path / "junk.pt"
     junk.write_text("not a tensor file")
-    cases = [(["--payload", str(key)], "is a key file"), (["--payload", str(junk)], "not a privnlu encoding file"),
+    pickled = tmp_path / "old.pt"
+    torch.save({"x": torch.zeros(3, 32), "y": torch.zeros(3, 2), "meta": {}}, pickled)  # an old-style payload
+    cases = [(["--payload", str(key)], "is a pickle"), (["--payload", str(pickled)], "is a pickle"),
+             (["--payload", str(junk)], "not a privnlu encoding file"),
              (["--payload", str(tmp_path / "missing.pt")], "no such file")]
     for cmd in ("search", "reconstruct"):
         for extra, match in cases:
@@ -268,7 +271,9 @@ def test_cli_reconstruct_plain_and_dp(capsys, tmp_path, tiny_model, toy_glue):
     rec = json.loads(out.read_text())
     assert rec["recipe"] == "privnlu.experiments.xie2021" and set(rec["conditions"]) == {"m0-k1", "m1-k2"}
     assert set(rec["conditions"]["m0-k1"]["methods"]) == {"greedy", "clique", "nmf"}
-    assert rec["conditions"]["m0-k1"]["methods"]["nmf"]["success"] >= 90  # no defence
+    # no defence: far above chance (1/12). Since the release is shuffled as a whole (issue 13), this toy setting
+    # (tiny random model, 12 originals) gives 75-83 % over seeds 0-4 (it gave 83-100 % in epoch order)
+    assert rec["conditions"]["m0-k1"]["methods"]["nmf"]["success"] >= 70
     assert main(["attack", "reconstruct", *base, "--conditions", "16:2", "--dp-mechanism", "laplace", "--dp-epsilon", "8",
                  "--calibration", "paper", "--methods", "nmf", "--out", str(out)]) == 0
     err = capsys.readouterr().err

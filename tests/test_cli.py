@@ -128,13 +128,16 @@ def test_train_sweep_report_and_resume(capsys, tmp_path, tiny_model, toy_glue, c
 
 def test_encode_writes_payload_and_private_key(capsys, tmp_path, tiny_model, toy_glue, cache_dir):
     args = base_args(tiny_model, toy_glue, cache_dir)
-    out, key = tmp_path / "enc.pt", tmp_path / "key.pt"
+    out, key = tmp_path / "enc.safetensors", tmp_path / "key.pt"
     code, _ = run_cli(capsys, "encode", *args, "--m", "8", "--k", "3", "--epochs", "2", "--batch-size", "10",
                       "--out", str(out), "--key-out", str(key))
     assert code == 0
     payload = SharedPayload.load(out)
     assert payload.x.shape[0] == 80 and payload.y.shape == (80, 2)
-    assert set(torch.load(out, weights_only=True)) == {"x", "y", "meta"}
+    from safetensors import safe_open
+
+    with safe_open(str(out), framework="pt") as f:  # tensors and JSON metadata, no pickle
+        assert set(f.keys()) == {"x", "y"} and "privnlu_meta" in f.metadata()
     assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
     rec = KeyRecord.load(key)
     assert rec.pool.shape[0] == 8 and rec.partners.shape == (80, 3)

@@ -176,6 +176,8 @@ def test_cli_dp_encode(capsys, tmp_path, tiny_model, toy_glue):  # noqa: F811
     assert main(["dp", "encode", "--task", "sst2", "--data-dir", str(toy_glue), "--model", str(tiny_model), "--cache-dir",
                  str(tmp_path / "c"), "--out", str(out), "--key-out", str(key), "--epsilon", "8", "--k", "2",
                  "--epochs", "2", "--batch-size", "16", "--quiet"]) == 0
-    blob = torch.load(out, weights_only=True)
-    assert blob["x"].shape == (120, 32) and blob["meta"]["dp"]["participations"] == 4
+    from privnlu.mechanisms.release import SharedPayload
+
+    blob = SharedPayload.load(out)  # safetensors, whatever the file's name
+    assert blob.x.shape == (120, 32) and blob.meta["dp"]["participations"] == 4
     assert stat.S_IMODE(os.stat(key).st_mode) == 0o600

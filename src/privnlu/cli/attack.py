@@ -16,6 +16,7 @@ from .. import __version__
 from ..errors import PrivnluError, require
 from ..io import write_json_atomic
 from ..rng import SecretGenerator
+from .attack_payload import add_user_file_args, register_attack_files
 from .common import positive_int, say, warn_seed
 
 
@@ -63,6 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _common(p: argparse.ArgumentParser, *, queries: int, conditions: str) -> None:
     p.add_argument("--task", help="a classification task, e.g. cola, sst2, tweets (with --payload: default the file's task)")
     p.add_argument("--data-dir", help="GLUE data folder (default: $PRIVNLU_DATA, else ../shared/data/glue)")
+    add_user_file_args(p)
     p.add_argument("--model", help="encoder folder (default: packaged all-MiniLM-L6-v2)")
     p.add_argument("--pooling", default="cls", choices=["cls", "pooler", "mean"])
     p.add_argument("--cache-dir", help="feature cache folder (default: ~/.cache/privnlu)")
@@ -93,12 +95,14 @@ def _conditions(text: str):
 
 
 def _need_task(args: argparse.Namespace) -> None:
-    require(args.task is not None, "--task is required (or attack a file with --payload)")
+    require(args.task is not None or args.train_file is not None,
+            "--task is required (or --train-file/--dev-file with your own data, or attack a file with --payload)")
 
 
 def _prepare(args: argparse.Namespace, *, train_limit: int | None = None):
     from ..experiments.pipeline import RunSpec, prepare
 
+    register_attack_files(args)
     spec = RunSpec(task=args.task, model=args.model, pooling=args.pooling, data_dir=args.data_dir, cache_dir=args.cache_dir,
                    train_limit=train_limit)
     prep = prepare(spec, progress=not args.quiet)

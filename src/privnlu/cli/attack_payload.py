@@ -25,21 +25,41 @@ from .common import say, warn_seed
 MAX_LISTED = 1000
 
 
+def add_user_file_args(p: argparse.ArgumentParser) -> None:
+    """``--train-file``/``--dev-file``: attack (or search among) the user's own CSV/TSV/JSONL instead of a packaged task."""
+    p.add_argument("--train-file", help="your own train file (.csv, .tsv or .jsonl): the attacked examples and candidates "
+                                        "(named by --task, default: the --payload file's task or the file's stem)")
+    p.add_argument("--dev-file", help="your own dev file, same columns as --train-file (invert attacks its examples)")
+    p.add_argument("--text-col", default="text", help="text column of --train-file (default: text)")
+    p.add_argument("--text-pair-col", help="second text column, for sentence-pair tasks")
+    p.add_argument("--label-col", default="label", help="label column (default: label)")
+
+
+def register_attack_files(args: argparse.Namespace) -> None:
+    """With --train-file, register the user's files as a classification task named --task (or the file's stem)."""
+    from pathlib import Path
+
+    from .common import register_user_files
+
+    if getattr(args, "train_file", None):
+        args.task = args.task or Path(args.train_file).stem
+        args.regression = False  # attack audits are for classification tasks
+        register_user_files(args)
+
+
 def load_shared(path: str) -> SharedPayload:
-    """Load and check a shared encoding file; a key file or anything else is refused with one line."""
+    """Load and check a shared encoding file (safetensors). A pickle (a key file, or an old ``.pt`` payload) is
+    refused with one line and never unpickled."""
     from pathlib import Path
 
     require(Path(path).is_file(), f"--payload {path}: no such file")
     try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception:
-        raise PrivnluError(f"--payload {path}: not a privnlu encoding file") from None
-    if isinstance(blob, dict) and "partners" in blob:
-        raise PrivnluError(f"--payload {path} is a key file; an attacker never reads key material: pass the shared file")
-    payload = SharedPayload.load(path)
+        payload = SharedPayload.load(path)
+    except PrivnluError as exc:
+        raise PrivnluError(f"--payload {exc}") from None
     x, y = payload.x, payload.y
-    require(isinstance(x, torch.Tensor) and x.ndim == 2 and len(x) > 0, f"--payload {path}: encodings must be a non-empty (N, d) matrix")
-    require(isinstance(y, torch.Tensor) and len(y) == len(x), f"--payload {path}: {len(x)} encodings but {len(y)} mixed labels")
+    require(x.ndim == 2 and len(x) > 0, f"--payload {path}: encodings must be a non-empty (N, d) matrix")
+    require(len(y) == len(x), f"--payload {path}: {len(x)} encodings but {len(y)} mixed labels")
     require(bool(torch.isfinite(x).all()), f"--payload {path}: encodings contain NaN or infinite values")
     return payload
 
@@ -49,6 +69,9 @@ def _task_and_prep(args: argparse.Namespace, payload: SharedPayload):
 
     args.task = args.task or payload.meta.get("task")
     require(args.task is not None, "--payload: the file names no task; pass --task (the attacker's candidate and auxiliary data)")
+    require(payload.meta.get("data") != "own files" or bool(args.train_file),
+            f"--payload: the file encodes the owner's own data (task '{args.task}'); pass --train-file/--dev-file with "
+            "the attacker's candidate and auxiliary sentences")
     _, prep = _prepare(args)
     assert prep.train_x is not None
     require(payload.x.shape[1] == prep.train_x.shape[1],

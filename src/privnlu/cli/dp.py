@@ -18,8 +18,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "The guarantee is per example over every encoding it takes part in (k per epoch).")
     dsub = p.add_subparsers(dest="dp_command", metavar="ACTION", parser_class=OneLineParser)
     dsub.required = True
-    a = dsub.add_parser("account", help="noise for an (epsilon, delta) target, and the epsilon the release really has")
-    _privacy_args(a)
+    a = dsub.add_parser("account", help="noise for an (epsilon, delta) target, and the epsilon the release really has; "
+                                        "with --ledger, every recorded release of each dataset composed")
+    _privacy_args(a, epsilon_required=False)
+    lg = a.add_argument_group("privacy ledger")
+    lg.add_argument("--ledger", metavar="FILE", help="compose every release recorded in this ledger, per dataset and "
+                    "example (dp-accounting PLD); --epsilon is then not needed")
+    lg.add_argument("--budget-epsilon", type=float, help="set the owner's budget in the ledger: epsilon per example over "
+                    "all DP releases (at --budget-delta); later releases above it are refused")
+    lg.add_argument("--budget-delta", type=float, help="delta of the budget (default: 1e-5)")
+    lg.add_argument("--budget-eta", type=float, help="set the owner's budget for d_chi releases: total eta per example")
     a.add_argument("--dim", type=positive_int, default=384, help="representation width d (default: 384)")
     a.add_argument("--out", help="also write the calibration as a results JSON (kind 'dp'); default: stdout only")
     a.set_defaults(func=run_account)
@@ -36,13 +44,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--key-out", required=True, help="key file (.pt, mode 0600)")
     e.add_argument("--quiet", action="store_true", help="no progress bars")
     e.add_argument("--force", action="store_true", help="replace an existing --key-out file (its release becomes undecodable)")
+    from .encode import add_ledger_arg
+
+    add_ledger_arg(e)
     e.set_defaults(func=run_encode)
+    _register_audit(dsub)
 
 
-def _privacy_args(p: argparse.ArgumentParser) -> None:
+def _privacy_args(p: argparse.ArgumentParser, *, epsilon_required: bool = True) -> None:
     g = p.add_argument_group("privacy")
     g.add_argument("--mechanism", default="gaussian", choices=["gaussian", "laplace"], help="noise distribution")
-    g.add_argument("--epsilon", type=float, required=True, help="target epsilon (per example, whole release)")
+    g.add_argument("--epsilon", type=float, required=epsilon_required, help="target epsilon (per example, whole release)")
     g.add_argument("--delta", type=float, default=1e-5, help="target delta (default: 1e-5)")
     g.add_argument("--clip", type=float, default=1.0, help="clipping bound C (L2 for gaussian, L1 for laplace; default: 1)")
     g.add_argument("--k", type=positive_int, default=4, help="representations mixed per encoding (default: 4)")
@@ -70,6 +82,11 @@ def _calibrate(args: argparse.Namespace, dim: int):
 
 
 def run_account(args: argparse.Namespace) -> int:
+    if args.ledger:
+        return run_ledger(args)
+    from ..errors import require
+
+    require(args.epsilon is not None, "dp account needs --epsilon (or --ledger FILE to compose recorded releases)")
     cal = _calibrate(args, args.dim)
     rec = {"kind": "dp", "privnlu": __version__, **cal.to_json()}
     if args.out:
@@ -88,4 +105,125 @@ def run_encode(args: argparse.Namespace) -> int:
     ns.scheme, ns.inter, ns.public, ns.public_size = "dp", False, "wiki", 1  # no public corpus: not inter
     ns.dp_mechanism, ns.dp_epsilon, ns.dp_delta = args.mechanism, args.epsilon, args.delta
     ns.dp_clip, ns.dp_calibration, ns.dp_clean_queries = args.clip, args.calibration, False
+    ns.ledger_command = "dp encode"
     return encode(ns)
+
+
+def run_ledger(args: argparse.Namespace) -> int:
+    """``dp account --ledger FILE``: set the budget (if asked) and compose every recorded release per dataset."""
+    from pathlib import Path
+
+    from ..errors import require
+    from ..ledger import Ledger
+    from .common import say
+
+    budget = (args.budget_epsilon, args.budget_delta, args.budget_eta)
+    require(Path(args.ledger).is_file() or any(b is not None for b in budget),
+            f"--ledger {args.ledger}: no such ledger (releases record into it with --ledger; set a budget with --budget-epsilon)")
+    ledger = Ledger.open(args.ledger)
+    if any(b is not None for b in budget):
+        ledger.set_budget(epsilon=args.budget_epsilon, delta=args.budget_delta, eta=args.budget_eta)
+    b = ledger.budget or {}
+    datasets = ledger.compose(delta=b.get("delta") or args.delta)
+    rec = {"kind": "dp-ledger", "privnlu": __version__, "ledger": str(args.ledger), "budget": ledger.budget,
+           "releases": len(ledger.data["releases"]), "datasets": datasets}
+    if any(x is not None for x in budget):
+        ledger.save()
+    if args.out:
+        write_json_atomic(args.out, rec)
+    sys.stdout.write(json_text(rec) + "\n")
+    for d in datasets:
+        parts = [f"epsilon {d['epsilon']:.4g} (delta {d['delta']:g})" if d["epsilon"] is not None else None,
+                 f"eta {d['eta']:g} (d_chi)" if d["eta"] is not None else None]
+        text = ", ".join(p for p in parts if p) or "no DP or d_chi release"
+        flag = f"; {d['releases_without_formal_guarantee']} release(s) with no formal guarantee" \
+            if d["releases_without_formal_guarantee"] else ""
+        say(f"{', '.join(d['names'])}: {d['releases_of_this_dataset']} release(s); worst example: {text}{flag}")
+    return 0
+
+
+# -- privnlu dp audit (empirical DP audit, privnlu.dp_audit) ------------------------
+AUDIT_MECHANISMS = ("gaussian", "laplace", "dchi-rep", "dchi-txt")
+
+
+def _register_audit(dsub) -> None:
+    au = dsub.add_parser("audit", help="empirical DP audit: a 95 %% lower bound on epsilon from many draws, beside the claim",
+                         description="Draw the real mechanism many times on worst-case neighbours and bound its epsilon "
+                                     "from below with a threshold distinguisher (Clopper-Pearson 95 %). Exit code 1 if "
+                                     "the bound exceeds the claimed epsilon (the claim is refuted), 0 otherwise.")
+    au.add_argument("--mechanism", default="gaussian", choices=AUDIT_MECHANISMS,
+                    help="DP instance encoding noise (gaussian, laplace) or d_chi (dchi-rep: M_rep, dchi-txt: M_txt); "
+                         "default: gaussian")
+    g = au.add_argument_group("DP instance encoding (gaussian, laplace)")
+    g.add_argument("--epsilon", type=float, help="claimed epsilon, per example for the whole release")
+    g.add_argument("--delta", type=float, default=1e-5, help="delta (default: 1e-5)")
+    g.add_argument("--clip", type=float, default=1.0, help="clipping bound C (default: 1)")
+    g.add_argument("--calibration", default="correct", choices=["correct", "paper"],
+                   help="correct (default) or paper (the paper's calibration: L1 sensitivity 2C on L2-clipped vectors)")
+    g.add_argument("--dim", type=positive_int, default=64, help="representation width d (default: 64)")
+    g.add_argument("--k", type=positive_int, default=1, help="representations per encoding (default: 1)")
+    g.add_argument("--epochs", type=positive_int, default=1, help="encodings per example and slot (default: 1)")
+    h = au.add_argument_group("d_chi (dchi-rep, dchi-txt)")
+    h.add_argument("--eta", type=float, help="claimed eta: the claim for a token pair is eta * d(x, x')")
+    h.add_argument("--model", help="encoder whose token embeddings define d (default: packaged all-MiniLM-L6-v2)")
+    h.add_argument("--pairs", type=positive_int, default=3, help="token pairs audited (default: 3)")
+    h.add_argument("--target-loss", type=float, default=2.0,
+                   help="pick pairs whose claim eta * d(x, x') is closest to this (default: 2; within the audit's power)")
+    au.add_argument("--draws", type=positive_int,
+                    help="draws per hypothesis; half choose the threshold, half bound epsilon (default: 100000; dchi-txt: 20000)")
+    au.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes the mechanism's noise reproducible")
+    au.add_argument("--out", help="also write the audit as a results JSON (kind 'dp-audit')")
+    au.add_argument("--quiet", action="store_true", help="no progress bar")
+    au.set_defaults(func=run_audit)
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    from ..errors import require
+    from ..rng import SecretGenerator
+    from .common import say, warn_seed
+
+    dchi = args.mechanism.startswith("dchi")
+    draws = args.draws or (20_000 if args.mechanism == "dchi-txt" else 100_000)
+    if dchi:
+        from ..mechanisms.dchi import check_eta
+
+        require(args.eta is not None, f"--mechanism {args.mechanism} needs --eta")
+        check_eta(args.eta)
+        require(args.target_loss > 0, f"--target-loss must be > 0, not {args.target_loss}")
+    else:
+        from ..mechanisms.dp import check_dp_settings
+
+        require(args.epsilon is not None, f"--mechanism {args.mechanism} needs --epsilon (the claim to audit)")
+        check_dp_settings(args.mechanism, args.epsilon, args.delta, args.clip, args.calibration)
+    warn_seed(args)
+    rng = SecretGenerator(args.seed, warn=False)
+    from tqdm.auto import tqdm
+
+    from .. import dp_audit
+
+    total = 2 * draws * (args.pairs if dchi else 1)
+    with tqdm(total=total, disable=args.quiet, desc="dp audit", unit="draw") as bar:
+        if dchi:
+            from ..mechanisms.dchi import load_token_space
+
+            space, _ = load_token_space(args.model)
+            pairs = dp_audit.pick_pairs(space, args.eta, args.pairs, target=args.target_loss,
+                                        seed=args.seed if args.seed is not None else 0)
+            results = dp_audit.audit_dchi(space, args.eta, pairs, mechanism=args.mechanism[5:], draws=draws, rng=rng,
+                                          progress=bar.update)
+        else:
+            from ..mechanisms.dp import calibrate
+
+            cal = calibrate(args.mechanism, epsilon=args.epsilon, delta=args.delta, clip=args.clip, dim=args.dim, k=args.k,
+                            epochs=args.epochs, calibration=args.calibration)
+            results = [dp_audit.audit_encoding(cal, draws=draws, rng=rng, progress=bar.update)]
+    rec = {"kind": "dp-audit", "privnlu": __version__, "mechanism": args.mechanism, "draws_per_hypothesis": draws,
+           "experiment_seed": args.seed, "results": [r.to_json() for r in results],
+           "violated": any(r.violated for r in results)}
+    if args.out:
+        write_json_atomic(args.out, rec)
+    for r in results:
+        what = f" {r.details['tokens']}" if dchi else ""
+        say(f"{r.mechanism}{what}: eps_lb = {r.eps_lb:.3f} (95 %), claimed {r.claimed_epsilon:.4g}, {r.draws} draws per "
+            f"hypothesis, power {r.power:.2f}: {r.verdict}")
+    return 1 if rec["violated"] else 0

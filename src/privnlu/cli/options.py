@@ -148,6 +148,8 @@ RANGES: dict[str | tuple[str, str], Range] = {
     "dims": Range(lo=1, integer=True, items=True), "ks": Range(lo=0, integer=True, items=True, note="0 = no TextHide"),
     "trials": POS_INT, "iterations": POS_INT, "round": POS_INT, "node": NONNEG_INT,
     "queries": POS_INT, "inv_epochs": POS_INT, "aux_size": POS_INT, "sim_releases": POS_INT, "pairs": POS_INT,
+    "budget_epsilon": EPSILON, "budget_delta": DELTA, "budget_eta": ETA,
+    "target_loss": Range(lo=0, lo_open=True, hi=100),
     ("federated", "checkpoint_every"): Range(lo=0, integer=True, note="0 = only at the end"),
     ("federated", "dp_clip"): Range(lo=0, hi=1e12, note="0 = no DP"),
     ("federated", "dp_epsilon"): Range(lo=0, hi=MAX_EPSILON, note="0 = use --dp-noise-multiplier"),
@@ -187,9 +189,11 @@ OUTPUTS: dict[tuple[str, str], tuple[str, str | None]] = {
     ("train", "out"): ("dir", "runs/train"),
     ("encode", "out"): ("file", None), ("encode", "key_out"): ("key", None),
     ("dp encode", "out"): ("file", None), ("dp encode", "key_out"): ("key", None),
-    ("dp account", "out"): ("file", None),
+    ("dp account", "out"): ("file", None), ("dp account", "ledger"): ("file", None),
+    ("dp audit", "out"): ("file", None),
     ("sweep", "out"): ("dir", "runs/sweep"),
     ("privatize", "out"): ("file", None),
+    ("encode", "ledger"): ("file", None), ("dp encode", "ledger"): ("file", None), ("privatize", "ledger"): ("file", None),
     ("calibrate-eta", "out"): ("file", None), ("dchi-analyze", "out"): ("file", None),
     ("dchi-finetune", "out"): ("dir", None), ("dchi-pretrain", "out"): ("dir", None),
     ("federated", "out"): ("dir", "runs/federated"), ("federated", "app_dir"): ("dir", None),
@@ -201,7 +205,7 @@ OUTPUTS: dict[tuple[str, str], tuple[str, str | None]] = {
 #: options that name a folder privnlu writes into (a cache), on any command that has them
 OUTPUT_DESTS_ANYWHERE = {"cache_dir": "dir"}
 #: dest names that look like outputs; every such option must be declared in OUTPUTS (test)
-OUTPUT_LIKE = {"out", "key_out", "app_dir"}
+OUTPUT_LIKE = {"out", "key_out", "app_dir", "ledger"}
 
 
 def walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):

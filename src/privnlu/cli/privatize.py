@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--hnsw", action="store_true", help="text: approximate nearest token with a FAISS HNSW index (same guarantee, faster, lower fidelity)")
     p.add_argument("--chunk-lines", type=positive_int, default=256, help="lines processed at a time (default: 256)")
     p.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes the noise reproducible")
+    from .encode import add_ledger_arg
+
+    add_ledger_arg(p)
     p.set_defaults(func=run)
 
 
@@ -46,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         raise PrivnluError("--out must differ from the input file")
     if out.suffix != OUTPUT_SUFFIX[args.mechanism]:
         raise PrivnluError(f"--out for --mechanism {args.mechanism} should end in {OUTPUT_SUFFIX[args.mechanism]}")
+    ledger = _ledger_check(args, src, out)
     warn_seed(args)
     rng = SecretGenerator(args.seed, warn=False)
     priv = DchiPrivatizer.load(eta=args.eta, mechanism=args.mechanism, model=args.model, pooling=args.pooling, rng=rng,
@@ -60,5 +64,20 @@ def run(args: argparse.Namespace) -> int:
     summary = privatize_file(priv, src, out, chunk_lines=args.chunk_lines, on_truncate=warn)
     if len(summary.truncated) > MAX_TRUNCATION_LINES:
         say(f"warning: {len(summary.truncated)} texts in all were truncated to --max-length {args.max_length}")
+    if ledger is not None:
+        ledger[0].record(*ledger[1:])
     say(f"privatized {summary.texts} texts with {args.mechanism} at eta = {args.eta:g}; wrote {out}")
     return 0
+
+
+def _ledger_check(args: argparse.Namespace, src: Path, out: Path):
+    """With --ledger: refuse a release over the owner's eta budget before any work; (ledger, release, hashes) to record."""
+    if not getattr(args, "ledger", None):
+        return None
+    from ..ledger import Ledger, dchi_release, lines_hashes
+
+    ledger, hashes = Ledger.open(args.ledger), lines_hashes(src)
+    model = Path(args.model).name if args.model else "all-MiniLM-L6-v2 (packaged)"
+    release = dchi_release("privatize", src.name, args.mechanism, args.eta, model, str(out))
+    ledger.check(release, hashes)
+    return ledger, release, hashes

@@ -1,25 +1,46 @@
 """Releasing a whole dataset through TextHide, for a downstream party.
 
 :func:`hide_dataset` runs Algorithm 1 over the dataset for ``epochs`` passes
-(fresh one-time keys each pass, batches composed by a secret shuffle). It
-returns the two halves separately:
+(fresh one-time keys each pass, batches composed by a secret shuffle), then
+shuffles the whole release with the same secure generator, so that the row order
+reveals neither the epoch nor the batch an encoding came from. It returns the two
+halves separately (row ``i`` of the key belongs to row ``i`` of the payload):
 
 * :class:`SharedPayload`: the encodings and mixed labels, the only thing that
-  may leave the data owner (and the only thing an attacker is given);
+  may leave the data owner (and the only thing an attacker is given). It is
+  written as safetensors (tensors ``x``, ``y``) with the public metadata as JSON
+  in the safetensors header: a file read from another party is never unpickled;
 * :class:`KeyRecord`: the mask pool and every one-time key. Key material: save
   it with :meth:`KeyRecord.save` (mode 0600), never log it.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from ..errors import PrivnluError
-from ..io import torch_save_atomic, write_secret
+from ..io import write_atomic, write_secret
 from .texthide import TextHide, m_label
+
+#: the safetensors header key holding the payload's JSON metadata
+META_KEY = "privnlu_meta"
+PICKLE_REFUSED = ("is a pickle (torch.save) file, e.g. a key file or an older .pt payload; privnlu reads shared "
+                  "encodings only as safetensors and never unpickles another party's file: re-encode with privnlu encode")
+
+
+def _file_kind(path: Path) -> str:
+    """'safetensors', 'pickle' (a torch.save zip or a raw pickle) or 'other', from the first bytes."""
+    with open(path, "rb") as fh:
+        head = fh.read(9)
+    if head[:4] == b"PK\x03\x04" or head[:1] == b"\x80":
+        return "pickle"
+    if len(head) == 9 and head[8:9] == b"{":  # 8-byte little-endian header length, then the JSON header
+        return "safetensors"
+    return "other"
 
 
 @dataclass(frozen=True)
@@ -31,15 +52,33 @@ class SharedPayload:
     meta: dict
 
     def save(self, path: str | Path) -> Path:
-        return torch_save_atomic(path, {"x": self.x, "y": self.y, "meta": self.meta})
+        """Write safetensors: tensors ``x``, ``y``; the metadata as JSON under :data:`META_KEY` in the header."""
+        from safetensors.torch import save_file
+
+        tensors = {"x": self.x.detach().cpu().contiguous(), "y": self.y.detach().cpu().contiguous()}
+        meta = {META_KEY: json.dumps(self.meta, sort_keys=True)}
+        return write_atomic(path, lambda p: save_file(tensors, str(p), metadata=meta))
 
     @classmethod
     def load(cls, path: str | Path) -> "SharedPayload":
+        """Read a safetensors payload; a pickle is refused (:data:`PICKLE_REFUSED`), never loaded."""
+        from safetensors import safe_open
+
+        path = Path(path)
+        if not path.is_file():
+            raise PrivnluError(f"{path}: no such file")
+        kind = _file_kind(path)
+        if kind == "pickle":
+            raise PrivnluError(f"{path} {PICKLE_REFUSED}")
         try:
-            blob = torch.load(path, map_location="cpu", weights_only=True)
-            return cls(blob["x"], blob["y"], dict(blob["meta"]))
+            with safe_open(str(path), framework="pt", device="cpu") as f:
+                meta = json.loads((f.metadata() or {})[META_KEY])
+                x, y = f.get_tensor("x"), f.get_tensor("y")
         except Exception:
             raise PrivnluError(f"{path}: not a privnlu encoding file") from None
+        if not isinstance(meta, dict):
+            raise PrivnluError(f"{path}: not a privnlu encoding file (metadata is not a JSON object)")
+        return cls(x, y, meta)
 
 
 @dataclass(frozen=True)
@@ -95,9 +134,12 @@ def hide_dataset(hider: TextHide, x: torch.Tensor, y: torch.Tensor, *, epochs: i
             pubs.append(hb.public)
             mids.append(hb.mask_ids)
             eps.append(torch.full((len(idx),), e, dtype=torch.long))
-    mask_ids = None if mids[0] is None else torch.cat(mids)
-    info = {"m": m_label(hider.m), "k": hider.k, "inter": hider.inter, "epochs": epochs, "n_examples": n, **(meta or {})}
-    payload = SharedPayload(torch.cat(xs), torch.cat(ys), info)
-    key = KeyRecord(hider.pool.masks, torch.cat(parts), torch.cat(coeffs), torch.cat(pubs), mask_ids, torch.cat(eps),
-                    m_label(hider.m), hider.k)
+    # one secret shuffle of the whole release: the file order reveals no epoch or batch structure
+    perm = hider.rng.permutation(sum(len(e) for e in eps))
+    mask_ids = None if mids[0] is None else torch.cat(mids)[perm]
+    info = {"m": m_label(hider.m), "k": hider.k, "inter": hider.inter, "epochs": epochs, "n_examples": n,
+            "order": "shuffled", **(meta or {})}
+    payload = SharedPayload(torch.cat(xs)[perm], torch.cat(ys)[perm], info)
+    key = KeyRecord(hider.pool.masks, torch.cat(parts)[perm], torch.cat(coeffs)[perm], torch.cat(pubs)[perm], mask_ids,
+                    torch.cat(eps)[perm], m_label(hider.m), hider.k)
     return payload, key
