@@ -44,6 +44,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--lr", type=float, default=1e-3, help="server (fedsgd) or client (fedavg) learning rate")
     g.add_argument("--server-optimizer", default="adam", choices=["adam", "sgd"])
     g.add_argument("--encoder-lr", type=float, default=2e-5)
+    g.add_argument("--train-embeddings", action="store_true",
+                   help="joint mode: also train the word/position/token-type embedding tables. UNSAFE: their gradient "
+                        "rows are non-zero exactly at the batch's token ids, so every client sends its words to the "
+                        "server (default: the tables stay frozen on the clients and never go on the wire)")
     g.add_argument("--hidden", default="", help="head hidden sizes, e.g. 384,384,384 (default: d,d,d)")
     g.add_argument("--dropout", type=float, default=0.1)
     g.add_argument("--abs-input", action="store_true",
@@ -65,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--out", help="run folder (default: runs/federated/<label>)")
     g.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint")
     g.add_argument("--record-wire", type=int, default=0, metavar="N",
-                   help="save every message of the first N rounds (-1: all) to <out>/wire.pt (the eavesdropper's view)")
+                   help="save every message of the first N rounds (-1: all) to <out>/wire.safetensors (the eavesdropper's view)")
     g.add_argument("--verbose", action="store_true", help="show Flower's log")
     g = p.add_argument_group("deployment")
     g.add_argument("--deploy", action="store_true",
@@ -90,7 +94,7 @@ def config_from_args(args: argparse.Namespace):
         task=args.task, clients=args.clients, rounds=args.rounds, m=m_label(float(m)) if not isinstance(m, str) else m,
         k=k, pool_sizes=args.pool_sizes, scheme=args.scheme, algorithm=args.algorithm, local_steps=args.local_steps,
         batch_size=args.batch_size, lr=args.lr, server_optimizer=args.server_optimizer, mode=args.mode,
-        encoder_lr=args.encoder_lr, model=args.model, pooling=args.pooling, max_length=args.max_length,
+        encoder_lr=args.encoder_lr, train_embeddings=args.train_embeddings, model=args.model, pooling=args.pooling, max_length=args.max_length,
         hidden=args.hidden, dropout=args.dropout, train_limit=args.train_limit, dev_limit=args.dev_limit,
         data_dir=args.data_dir, cache_dir=args.cache_dir, fraction_train=args.fraction_train,
         min_clients=args.min_clients, eval_every=args.eval_every, eval_mask=args.eval_mask, checkpoint_every=args.checkpoint_every,
@@ -124,6 +128,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.round_timeout > 0:
         raise PrivnluError(f"--round-timeout must be positive, not {args.round_timeout}")
     cfg = config_from_args(args)
+    if cfg.train_embeddings:
+        from ..federated.model import EMBEDDING_LEAK_WARNING
+
+        say(f"WARNING: {EMBEDDING_LEAK_WARNING}")
     label = f"{cfg.task}-{cfg.algorithm}-{'baseline' if cfg.scheme == 'none' else f'm{cfg.m}-k{cfg.k}'}-c{cfg.clients}"
     out = Path(args.out) if args.out else Path("runs/federated") / label
     if args.deploy:

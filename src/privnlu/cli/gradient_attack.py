@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trials", type=positive_int, default=50, help="independent attacks per (d, k) (default: 50)")
     p.add_argument("--iterations", type=positive_int, default=1200, help="L-BFGS iterations in all (default: 1200)")
     p.add_argument("--seed", type=int, default=0, help="experiment seed (trial choice, attacker init, victim keys)")
-    p.add_argument("--wire", help="attack a capture (<run>/wire.pt) instead of sweeping")
+    p.add_argument("--wire", help="attack a capture (<run>/wire.safetensors) instead of sweeping")
     p.add_argument("--round", type=positive_int, default=1, help="with --wire: the round to attack")
     p.add_argument("--node", type=int, help="with --wire: the client node id (default: the first reply)")
     p.add_argument("--no-mask", action="store_true", help="with --wire: the run used no TextHide mask")

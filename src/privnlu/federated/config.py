@@ -44,6 +44,9 @@ class FederatedConfig:
     server_optimizer: str = "adam"
     mode: str = "frozen"
     encoder_lr: float = 2e-5
+    # joint mode: also train the token/position embedding tables. Their gradient rows are non-zero exactly at the
+    # batch's token ids, so this sends every client's words to the server (issue 12); off by default
+    train_embeddings: bool = False
     model: str = ""  # "" = packaged MiniLM
     pooling: str = "cls"
     max_length: int = 128
@@ -81,6 +84,8 @@ class FederatedConfig:
             raise PrivnluError(f"unknown server optimizer '{self.server_optimizer}'; choose adam or sgd")
         if self.mode not in MODES:
             raise PrivnluError(f"unknown mode '{self.mode}'; choose frozen or joint")
+        if self.train_embeddings and self.mode != "joint":
+            raise PrivnluError("--train-embeddings applies to --mode joint only (frozen mode trains no encoder weight)")
         if self.local_steps < 1:
             raise PrivnluError(f"--local-steps must be >= 1, not {self.local_steps}")
         if self.algorithm == "fedsgd" and self.local_steps != 1:

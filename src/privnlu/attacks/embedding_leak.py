@@ -1,0 +1,202 @@
+"""The embedding-gradient leak: a client's words read off its gradient (Melis et al. 2019; TAG; LAMP).
+
+For a lookup table ``E`` (word or position embeddings) the input of the encoder is
+``e_bp = E_word[x_bp] + E_pos[p] + E_type[t_bp]`` and the chain rule gives
+
+    dL/dE_word[v] = sum_{(b,p): x_bp = v} g_bp,        dL/dE_pos[p] = sum_b g_bp,      g_bp = dL/de_bp
+
+so the word table's gradient is non-zero exactly in the rows of the batch's token ids (padding
+positions get ``g_bp = 0``: masked keys never reach [CLS]). Reading the non-zero rows gives the
+batch's token *set* (:func:`read_token_set`); no optimisation is needed and TextHide, which acts on
+the sentence representation after the encoder, changes nothing.
+
+Ordering (:func:`order_tokens`): the position table's rows are the same per-position gradients
+``g_bp`` summed over the batch, so the two tables' rows can be matched. With one sentence (b = 1)
+``dL/dE_word[v] = sum_{p: x_p = v} dL/dE_pos[p]``: each recovered token is placed at the position(s)
+whose rows sum to its row (least squares over the recovered tokens, exact up to float error). With
+``b > 1`` each position's row is the sum of ``b`` token rows; a non-negative least-squares fit of
+every position row on the recovered tokens' rows gives the tokens at each position (a "slot" set),
+which is all this model-free matching can give: which sentence a slot's token belongs to is not
+determined by these rows. :func:`link_sentences` then assigns slot tokens to sentences by a greedy
+search scored by the gradient distance of the candidate batch (TAG/LAMP-style gradient matching
+with the model the server sent); it needs the client's loss, so under TextHide, whose masks and
+coefficients are secret, the attacker can only use the unmasked loss as a surrogate.
+
+The attacker receives only a message's arrays (the eavesdropper's view) and the public encoder
+(:data:`EMBEDDING_LEAK_THREAT`); the true batch is used only by :func:`score_tokens`, on the
+auditor's side.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .threat import Attack, AttackerView, Grant, ThreatModel
+
+EMBEDDING_LEAK_THREAT = ThreatModel(
+    "wire-eavesdropper",
+    frozenset({Grant.ENCODER, Grant.SCHEME}),
+    "An honest-but-curious server or an eavesdropper on the federated wire: it sees every message (the global model "
+    "the server sends and each client's reply) and knows the public architecture and tokenizer (h); it holds no "
+    "key, no client data and no pool mask.",
+)
+
+WORD_TABLE = "word_embeddings.weight"
+POSITION_TABLE = "position_embeddings.weight"
+
+
+@dataclass
+class TokenLeak:
+    """What one message gives away: the token ids (and their strings), and the longest sequence length."""
+
+    token_ids: list[int]
+    tokens: list[str] = field(default_factory=list)
+    length: int | None = None  # non-zero position rows: the longest sequence in the batch (None: table not sent)
+    dense: bool = False  # no exactly-zero row: the ids were read by a norm threshold (noisy message)
+
+
+def find_table(grads: Mapping[str, np.ndarray | torch.Tensor], suffix: str) -> torch.Tensor | None:
+    """The gradient of the table whose wire name ends in ``suffix`` (architecture names are public)."""
+    names = [n for n in grads if n.endswith(suffix)]
+    if not names:
+        return None
+    return torch.as_tensor(np.asarray(grads[names[0]])).double()
+
+
+def support(rows: torch.Tensor, *, false_positives: float = 0.01) -> tuple[list[int], bool]:
+    """Rows that carry signal: the non-zero rows; if every row is non-zero (dense noise was added), the rows whose
+    squared norm exceeds the noise's chi-square quantile, the noise scale estimated from the median row (most rows
+    of a vocabulary-sized table are pure noise), at ``false_positives`` expected false rows."""
+    sq = (rows ** 2).sum(1)
+    nonzero = sq > 0
+    if not bool(nonzero.all()):
+        return torch.nonzero(nonzero).flatten().tolist(), False
+    from scipy.stats import chi2
+
+    n, d = rows.shape
+    sigma2 = float(sq.median()) / chi2.median(d)
+    threshold = sigma2 * chi2.isf(false_positives / n, d)
+    return torch.nonzero(sq > threshold).flatten().tolist(), True
+
+
+def read_token_set(grads: Mapping[str, np.ndarray | torch.Tensor], tokenizer=None) -> TokenLeak | None:
+    """The token ids of the batch behind one gradient message, or None when no word-table gradient is in it."""
+    word = find_table(grads, WORD_TABLE)
+    if word is None:
+        return None
+    ids, dense = support(word)
+    pos = find_table(grads, POSITION_TABLE)
+    length = None
+    if pos is not None:
+        rows, _ = support(pos)
+        length = max(rows) + 1 if rows else 0
+    tokens = list(tokenizer.convert_ids_to_tokens(ids)) if tokenizer is not None else []
+    return TokenLeak(ids, tokens, length, dense)
+
+
+# -- ordering ------------------------------------------------------------------------------------------------
+
+
+def slot_tokens(word: torch.Tensor, pos: torch.Tensor, ids: list[int], length: int, *,
+                tol: float = 0.5) -> list[list[int]]:
+    """The tokens at each position 0..length-1: fit every position row ``dL/dE_pos[p]`` as a non-negative
+    combination of the recovered tokens' rows ``dL/dE_word[v]``; coefficients near 1 name the tokens there.
+
+    A token used once in the batch has row ``g_bp`` and gets coefficient 1 at its position and 0 elsewhere; a
+    repeated token's row is a sum of several ``g_bp``: it gets a fractional coefficient and may be missed.
+    """
+    from scipy.optimize import nnls
+
+    if not ids or length <= 0:
+        return [[] for _ in range(max(length, 0))]
+    a = word[ids].T.numpy()  # (d, |S|)
+    scale = np.linalg.norm(a, axis=0) + 1e-30
+    slots: list[list[int]] = []
+    for p in range(length):
+        coef, _ = nnls(a / scale, pos[p].numpy(), maxiter=50 * len(ids))
+        slots.append([ids[j] for j in np.flatnonzero(coef / scale > tol)])
+    return slots
+
+
+def order_single(word: torch.Tensor, pos: torch.Tensor, ids: list[int], length: int) -> list[int]:
+    """b = 1: the sentence's token ids in order. ``dL/dE_word[v] = sum_{p: x_p = v} dL/dE_pos[p]``, so each
+    token's row is a 0/1 combination of position rows: least squares of every token row on the position rows,
+    each position going to the token with the largest coefficient there."""
+    if not ids or length <= 0:
+        return []
+    p_rows = pos[:length].T  # (d, L)
+    w_rows = word[ids].T  # (d, |S|)
+    coef = torch.linalg.lstsq(p_rows, w_rows).solution  # (L, |S|): coef[p, j] ~ 1 if token j sits at p
+    return [ids[int(j)] for j in coef.argmax(1)]
+
+
+def order_tokens(grads: Mapping[str, np.ndarray | torch.Tensor], leak: TokenLeak, batch_size: int) -> list[list[int]]:
+    """Model-free ordering from the two tables' rows: the sentence (b = 1) or the per-position token slots."""
+    word, pos = find_table(grads, WORD_TABLE), find_table(grads, POSITION_TABLE)
+    if word is None or pos is None or not leak.length:
+        return []
+    if batch_size == 1:
+        return [order_single(word, pos, leak.token_ids, leak.length)]
+    return slot_tokens(word, pos, leak.token_ids, leak.length)
+
+
+class EmbeddingLeakAttack(Attack):
+    """Read each message's token set (and, with the position table, its order) off the embedding gradients."""
+
+    name = "embedding-gradient leak"
+    requires = frozenset({Grant.ENCODER})
+
+    def run(self, grads: Mapping[str, np.ndarray | torch.Tensor], view: AttackerView,
+            batch_size: int | None = None) -> dict:
+        """``grads``: one client message's gradient record (what crossed the wire); ``batch_size``: the
+        ``num-examples`` the message declares. Returns the recovered token set and, where possible, its order."""
+        self.check(view)
+        tokenizer = getattr(view.need("encoder"), "tokenizer", None)
+        leak = read_token_set(grads, tokenizer)
+        if leak is None:
+            return {"embedding_gradient": False}
+        out: dict = {"embedding_gradient": True, "token_ids": leak.token_ids, "tokens": leak.tokens,
+                     "length": leak.length, "dense": leak.dense}
+        if batch_size and not leak.dense:
+            order = order_tokens(grads, leak, batch_size)
+            if batch_size == 1 and order:
+                out["sentence_ids"] = order[0]
+                if tokenizer is not None:
+                    out["sentence"] = tokenizer.decode(order[0], skip_special_tokens=True)
+            elif order:
+                out["slots"] = order
+        return out
+
+
+# -- the auditor's scoring (ground truth never reaches the attack) ------------------------------------------
+
+
+def score_tokens(recovered: list[int] | set[int], true_ids: list[int] | set[int]) -> dict:
+    """Precision and recall of a recovered token set against the batch's true (non-padding) token ids."""
+    rec, true = set(recovered), set(true_ids)
+    hit = len(rec & true)
+    precision = hit / len(rec) if rec else (1.0 if not true else 0.0)
+    recall = hit / len(true) if true else 1.0
+    return {"recovered": len(rec), "true": len(true), "precision": precision, "recall": recall}
+
+
+def score_sentences(recovered: list[list[int]], true: list[list[int]]) -> dict:
+    """Exact-sentence rate (a true sentence recovered token for token) and token accuracy (the best-matching
+    recovered sentence's tokens at the same positions), averaged over the true sentences."""
+    exact, acc = 0, 0.0
+    for t in true:
+        if any(r == t for r in recovered):
+            exact += 1
+        best = max((sum(a == b for a, b in zip(r, t)) for r in recovered), default=0)
+        acc += best / max(len(t), 1)
+    n = max(len(true), 1)
+    return {"exact_sentences": exact / n, "token_accuracy": acc / n}
+
+
+def mean_or_nan(values: list[float]) -> float:
+    return float(sum(values) / len(values)) if values else math.nan
