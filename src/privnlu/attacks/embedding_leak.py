@@ -200,3 +200,75 @@ def score_sentences(recovered: list[list[int]], true: list[list[int]]) -> dict:
 
 def mean_or_nan(values: list[float]) -> float:
     return float(sum(values) / len(values)) if values else math.nan
+
+
+# -- a recorded run: every captured client message --------------------------------------------------------
+
+
+def _truth(truth_cfg, node_id: int, rnd: int) -> tuple[list[str], list[list[int]], str]:
+    """AUDITOR: the true batch behind one message (replayed from the seeded run). Node ids map to partitions as
+    the in-process backend numbers them (100 + partition); Ray and deployed node ids cannot be mapped."""
+    from ..errors import PrivnluError
+    from ..federated.client import replay_batch
+    from ..federated.inprocess import FIRST_NODE_ID
+
+    part = node_id - FIRST_NODE_ID
+    if not 0 <= part < truth_cfg.clients:
+        raise PrivnluError(f"--truth: node {node_id} is not an in-process node (100 + partition); scoring needs a "
+                           "run with --backend inprocess")
+    texts, ids = replay_batch(truth_cfg, part, rnd)
+    return texts, ids, "node id"
+
+
+def audit_capture(capture, encoder, *, truth_cfg=None, rounds: set[int] | None = None, examples: int = 3) -> list[dict]:
+    """Run :class:`EmbeddingLeakAttack` on every client reply in a wire capture (the attacker sees one message's
+    arrays and its declared batch size), then, with ``truth_cfg`` (the seeded run's config), score each against
+    the replayed true batch. Secure-aggregation replies are attacked one by one and, as the server may, summed
+    per round (the union of the participants' tokens is scored against the union of their batches)."""
+    from ..federated.secagg import LOSS_SUM, NUM_EXAMPLES, RECORD, decode
+
+    view = AttackerView(EMBEDDING_LEAK_THREAT, encoder=encoder)
+    attack = EmbeddingLeakAttack()
+    rows: list[dict] = []
+    sums: dict[int, list[dict]] = {}
+    for e in capture.received:
+        if e.get("type") != "train" or "error" in e or (rounds and e["round"] not in rounds):
+            continue
+        arrays = e.get("arrays", {})
+        if "gradients" in arrays:
+            b = int(e.get("metrics", {}).get("metrics", {}).get("num-examples", 0)) or None
+            out = attack.run(arrays["gradients"], view, batch_size=b)
+        elif RECORD in arrays:
+            sums.setdefault(e["round"], []).append(e)
+            masked = {n: decode(a) for n, a in arrays[RECORD].items() if n not in (NUM_EXAMPLES, LOSS_SUM)}
+            out = attack.run(masked, view)
+        else:
+            continue
+        row = {"round": e["round"], "node_id": e["node_id"], **out}
+        if truth_cfg is not None and out.get("embedding_gradient"):
+            texts, ids, _ = _truth(truth_cfg, e["node_id"], e["round"])
+            row.update(score_tokens(out["token_ids"], {i for r in ids for i in r}))
+            row["true_sentences"] = texts[:examples]
+            if "sentence_ids" in out:
+                row.update(score_sentences([out["sentence_ids"]], ids))
+        rows.append(row)
+    for rnd, replies in sorted(sums.items()):  # the server's right under SecAgg: the sum of all replies
+        total: dict[str, np.ndarray] = {}
+        for e in replies:
+            for n, a in e["arrays"][RECORD].items():
+                a = np.asarray(a, dtype=np.uint64)
+                total[n] = a.copy() if n not in total else total[n] + a
+        grads = {n: decode(a) for n, a in total.items() if n not in (NUM_EXAMPLES, LOSS_SUM)}
+        out = attack.run(grads, view)
+        row = {"round": rnd, "node_id": "sum", "participants": len(replies), **out}
+        if truth_cfg is not None and out.get("embedding_gradient"):
+            union: set[int] = set()
+            texts: list[str] = []
+            for e in replies:
+                t, ids, _ = _truth(truth_cfg, e["node_id"], rnd)
+                union |= {i for r in ids for i in r}
+                texts += t[:1]
+            row.update(score_tokens(out["token_ids"], union))
+            row["true_sentences"] = texts[:examples]
+        rows.append(row)
+    return rows

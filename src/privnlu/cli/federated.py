@@ -65,6 +65,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--dp-epsilon", type=float, default=0.0,
                    help="instead of --dp-noise-multiplier: calibrate Z so that all --rounds are (epsilon, delta)-DP")
     g.add_argument("--dp-delta", type=float, default=1e-5, help="delta of the DP guarantee (default: 1e-5)")
+    g = p.add_argument_group("client-side protection of the messages (see docs/federated.md)")
+    g.add_argument("--secagg", action="store_true",
+                   help="secure aggregation (fedsgd, --backend inprocess): clients send pairwise-masked gradients and "
+                        "the server sees only their sum (privnlu's in-process masking, not Flower's SecAgg+ workflow)")
+    g.add_argument("--local-clip", type=float, default=0.0, metavar="C",
+                   help="each client clips its gradient to L2 norm C before sending (with --local-noise)")
+    g.add_argument("--local-noise", type=float, default=0.0, metavar="Z",
+                   help="each client adds N(0, (Z*C)^2) to every coordinate it sends (dense, from the OS CSPRNG)")
     g = p.add_argument_group("output")
     g.add_argument("--out", help="run folder (default: runs/federated/<label>)")
     g.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint")
@@ -100,6 +108,7 @@ def config_from_args(args: argparse.Namespace):
         min_clients=args.min_clients, eval_every=args.eval_every, eval_mask=args.eval_mask, checkpoint_every=args.checkpoint_every,
         seed=-1 if args.seed is None else args.seed, abs_input=args.abs_input, dp_clip=args.dp_clip,
         dp_noise=args.dp_noise_multiplier, dp_epsilon=args.dp_epsilon, dp_delta=args.dp_delta,
+        secagg=args.secagg, local_clip=args.local_clip, local_noise=args.local_noise,
     )
 
 
@@ -128,6 +137,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.round_timeout > 0:
         raise PrivnluError(f"--round-timeout must be positive, not {args.round_timeout}")
     cfg = config_from_args(args)
+    if cfg.secagg and (args.deploy or args.backend != "inprocess"):
+        raise PrivnluError("--secagg needs --backend inprocess (privnlu deals the pairwise mask seeds to in-process "
+                           "clients; Flower's SecAgg+ workflow is not wired in)")
     if cfg.train_embeddings:
         from ..federated.model import EMBEDDING_LEAK_WARNING
 
@@ -146,7 +158,9 @@ def run(args: argparse.Namespace) -> int:
     wire = WireLog(args.record_wire) if args.record_wire else None
     say(f"privnlu federated: {cfg.clients} clients, {cfg.rounds} rounds, {cfg.algorithm}, "
         f"{'no TextHide' if cfg.scheme == 'none' else f'(m, k) = ({cfg.m}, {cfg.k})'}"
-        f"{f', DP-FedSGD z = {cfg.dp_noise_multiplier:.4g}' if cfg.dp_clip else ''}; "
+        f"{f', DP-FedSGD z = {cfg.dp_noise_multiplier:.4g}' if cfg.dp_clip else ''}"
+        f"{', secure aggregation' if cfg.secagg else ''}"
+        f"{f', local noise z = {cfg.local_noise:g} (C = {cfg.local_clip:g})' if cfg.local_noise else ''}; "
         f"{'in-process clients' if args.backend == 'inprocess' else 'starting Flower simulation'}")
     if args.backend == "inprocess":
         rec = run_inprocess(cfg, out=out, resume=args.resume, wire=wire, round_timeout=args.round_timeout, checked=True,
