@@ -272,3 +272,40 @@ def audit_capture(capture, encoder, *, truth_cfg=None, rounds: set[int] | None =
             row["true_sentences"] = texts[:examples]
         rows.append(row)
     return rows
+
+
+# -- the default (frozen tables) is not a proof of privacy: the first layer's span -------------------------
+
+FIRST_LAYER = ("layer.0.attention.self.query.weight", "layer.0.attention.self.key.weight",
+               "layer.0.attention.self.value.weight")
+
+
+def span_token_test(grads: Mapping[str, np.ndarray | torch.Tensor], encoder, layer_norm: tuple[torch.Tensor, torch.Tensor],
+                    *, max_positions: int = 64, rank_tol: float = 1e-3) -> tuple[list[int], torch.Tensor, int]:
+    """DAGER-style check (Petrov et al. 2024), simplified: the first attention layer's weight gradients are
+    ``sum_bp delta_bp z_bp^T``, so their row space is spanned by the layer's inputs ``z_bp = LN(E[x_bp] + P[p] + T[0])``.
+    With fewer than ``d`` token slots the span is a proper subspace, and a candidate ``(v, p)`` whose ``z`` lies in
+    it is (up to the client's dropout) a token of the batch. Needs no embedding gradient: the tables are the public
+    pretrained ones, ``layer_norm`` = (weight, bias) of the embedding LayerNorm from the model the server sent.
+
+    Returns the token ids ranked by their smallest relative residual over positions ``< max_positions``, those
+    residuals (same order) and the span's rank (``rank >= d`` means the test cannot work)."""
+    mats = [find_table(grads, n) for n in FIRST_LAYER]
+    if any(m is None for m in mats):
+        return [], torch.zeros(0), 0
+    g = torch.cat([m.float() for m in mats])  # (3 d_out, d_in)
+    _, s, vh = torch.linalg.svd(g, full_matrices=False)
+    rank = int((s > rank_tol * s[0]).sum()) if s.numel() and s[0] > 0 else 0
+    basis = vh[:rank]  # (r, d)
+    emb = encoder.model.embeddings
+    with torch.no_grad():
+        words = emb.word_embeddings.weight + emb.token_type_embeddings.weight[0]
+        best = torch.full((words.shape[0],), float("inf"))
+        w, b = layer_norm
+        for p in range(min(max_positions, emb.position_embeddings.weight.shape[0])):
+            z = torch.nn.functional.layer_norm(words + emb.position_embeddings.weight[p], (words.shape[1],), w, b,
+                                               eps=emb.LayerNorm.eps)
+            res = (z - (z @ basis.T) @ basis).norm(dim=1) / z.norm(dim=1)
+            best = torch.minimum(best, res)
+    order = torch.argsort(best)
+    return order.tolist(), best[order], rank
