@@ -253,3 +253,35 @@ def test_single_sentence_is_reassembled_from_the_two_tables(tiny_model, tmp_path
         exact += score_sentences([out["sentence_ids"]], true)["exact_sentences"]
     assert exact == 3
     assert len(shard_indices(len(load_train(cfg)), 2, 0)) == 12
+
+
+# -- b > 1: slots, linking by gradient matching, the sweep record and the report --------------------------
+
+def test_linking_search_keeps_every_token_and_never_worsens_the_gradient_distance(tiny_model, tmp_path):
+    from privnlu.attacks.text_recovery import initial_batch, measure
+
+    assert initial_batch([[101, 101], [7, 8], [9]], 2, [101, 7, 8, 9, 5]) == [[101, 7, 9], [101, 8]]
+    assert initial_batch([[101, 101], [7], [9, 10]], 2, [101, 7, 9, 10, 5]) == [[101, 7, 9], [101, 5, 10]]
+    cfg = joint_cfg(tiny_model, tmp_path, train_embeddings=True, scheme="none", m="0", k=1)
+    res = measure(cfg, trials=1, budget=8, seed=0)
+    row = res["rows"][0]
+    assert row["precision"] == 1.0 and row["recall"] == 1.0
+    assert 0 <= row["token_accuracy"] <= 1 and row["grad_distance"] >= 0
+    assert set(res) >= {"exact_sentences", "token_accuracy", "precision", "recall"} and SecretGenerator
+
+
+def test_report_shows_recovered_word_sets_beside_the_true_sentences(tmp_path):
+    from privnlu.io import write_json_atomic
+    from privnlu.report import build_report
+
+    write_json_atomic(tmp_path / "res" / "w.json", {"kind": "gradient_attack", "source": "wire", "wire": "x.safetensors",
+                                                    "token_leak": [
+        {"round": 1, "node_id": 100, "embedding_gradient": True, "token_ids": [101, 2143, 102],
+         "tokens": ["[CLS]", "film", "[SEP]"], "precision": 1.0, "recall": 1.0, "true_sentences": ["a fine film"]},
+        {"round": 1, "node_id": 101, "embedding_gradient": False}]})
+    write_json_atomic(tmp_path / "res" / "s.json", {"kind": "embedding_leak_sweep", "results": [
+        {"batch_size": 1, "scheme": "none", "m": "0", "k": 1, "trials": 2, "precision": 1.0, "recall": 1.0,
+         "exact_sentences": 1.0, "token_accuracy": 1.0}]})
+    page = build_report([tmp_path / "res"], tmp_path / "report").read_text()
+    assert "Embedding-gradient leak" in page and "film" in page and "a fine film" in page
+    assert "none (tables frozen)" in page and "exact sentences" in page

@@ -224,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=int, default=150, help="gradient evaluations of the linking search (b > 1)")
     p.add_argument("--train-limit", type=int, default=512)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--schemes", default="none,texthide", help="none and/or texthide (m = 16, k = min(4, b))")
     p.add_argument("--span-trials", default="0,0,0", help="messages per batch size also given the span test")
     p.add_argument("--noise", default="", help="local-noise multipliers z (C = 1) tried on the span-test messages")
     p.add_argument("--out", default="runs/i12/text_recovery.json")
@@ -234,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     for b, trials, span_trials in zip((int(x) for x in args.batch_sizes.split(",")),
                                       (int(x) for x in args.trials.split(",")),
                                       (int(x) for x in args.span_trials.split(","))):
-        for scheme in ("none", "texthide"):
+        for scheme in args.schemes.split(","):
             th = dict(m="0", k=1) if scheme == "none" else dict(m="16", k=min(4, b))
             cfg = FederatedConfig(task=args.task, model=args.model, clients=2, rounds=1, batch_size=b, mode="joint",
                                   train_embeddings=True, scheme=scheme, train_limit=args.train_limit, dev_limit=8,
