@@ -159,9 +159,16 @@ def test_capture_is_safetensors_and_pickles_are_refused(tiny_model, tmp_path, ca
 def test_secagg_reveals_no_client_message_and_the_sum_is_the_fedsgd_average(tiny_model, tmp_path):
     plain_cfg = joint_cfg(tiny_model, tmp_path, train_embeddings=True, clients=3, m="3")
     sec_cfg = joint_cfg(tiny_model, tmp_path, train_embeddings=True, clients=3, m="3", secagg=True)
-    _encoder(plain_cfg)  # load the clients' encoder first: both runs then draw the same dropout masks
-    plain, plain_rec = run_joint(plain_cfg)
-    sec, sec_rec = run_joint(sec_cfg, secagg=True)
+    drops = [m for m in _encoder(plain_cfg).modules() if isinstance(m, torch.nn.Dropout)]
+    saved = [m.p for m in drops]
+    try:  # the clients' (cached) encoder without dropout, so that both runs compute the same gradients
+        for m in drops:
+            m.p = 0.0
+        plain, plain_rec = run_joint(plain_cfg)
+        sec, sec_rec = run_joint(sec_cfg, secagg=True)
+    finally:
+        for m, p in zip(drops, saved):
+            m.p = p
     replies = train_replies(sec)
     assert len(replies) == 3
     plain_grads = {e["node_id"]: e["arrays"]["gradients"] for e in train_replies(plain)}
