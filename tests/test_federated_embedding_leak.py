@@ -146,12 +146,25 @@ def test_capture_is_safetensors_and_pickles_are_refused(tiny_model, tmp_path, ca
     assert a["node_id"] == b["node_id"] and a["metrics"] == b["metrics"]
     for name, arr in a["arrays"]["gradients"].items():
         np.testing.assert_array_equal(arr, b["arrays"]["gradients"][name])
+    # a safetensors header length whose low byte is 0x80 (a pickle's first byte) is still a capture
+    for pad in range(300):
+        small = WireLog(0, [], [{"round": 1, "node_id": 1, "type": "train", "error": "x" * pad}])
+        small.save(tmp_path / "pad.safetensors")
+        if (tmp_path / "pad.safetensors").read_bytes()[0] == 0x80:
+            break
+    assert (tmp_path / "pad.safetensors").read_bytes()[0] == 0x80
+    assert load_capture(tmp_path / "pad.safetensors").received[0]["error"] == "x" * pad
     torch.save({"format": "privnlu-wire-v1", "sent": [], "received": []}, tmp_path / "old.pt")
     from privnlu.cli.main import main
 
     assert main(["gradient-attack", "--wire", str(tmp_path / "old.pt")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pickle" in err[0] and "never unpickles" in err[0]
+    import pickle
+
+    (tmp_path / "raw.pkl").write_bytes(pickle.dumps({"format": "privnlu-wire-v2"}))
+    with pytest.raises(PrivnluError, match="never unpickles"):
+        load_capture(tmp_path / "raw.pkl")
 
 
 # -- secure aggregation ---------------------------------------------------------------------------------

@@ -101,9 +101,14 @@ def _json_value(obj):
 
 
 def _is_pickle(path: Path) -> bool:
-    """A torch.save zip or a raw pickle (protocol 2+ starts with 0x80)."""
+    """A torch.save zip or a raw pickle (protocol 2+ starts with 0x80), and not a safetensors file (whose first
+    8 bytes are the header length, little-endian, followed by the JSON header's ``{``; that length's low byte
+    may well be 0x80)."""
     with open(path, "rb") as fh:
-        head = fh.read(4)
+        head = fh.read(9)
+    size = path.stat().st_size
+    if len(head) == 9 and head[8:9] == b"{" and 0 < int.from_bytes(head[:8], "little") <= size - 8:
+        return False
     return head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"
 
 
