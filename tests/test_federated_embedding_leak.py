@@ -95,6 +95,18 @@ def test_default_joint_mode_sends_no_embedding_table_and_still_finetunes_the_enc
     assert not any("word_embeddings" in n for n in sent[0])
 
 
+def test_the_auditor_runs_the_span_test_on_default_messages(tiny_model, tmp_path):
+    from privnlu.attacks.embedding_leak import audit_capture
+
+    cfg = joint_cfg(tiny_model, tmp_path, batch_size=1, k=1)
+    log, _ = run_joint(cfg)
+    rows = audit_capture(log, load_encoder(tiny_model), truth_cfg=cfg, span=True)
+    assert len(rows) == 2
+    for r in rows:
+        assert not r["embedding_gradient"] and 0 < r["span"]["rank"] <= 32  # the tiny model is 32 wide
+        assert {"precision", "recall", "precision_at_true_count"} <= set(r["span"]) and r["true_sentences"]
+
+
 def test_freezing_is_per_federated_model_and_leaves_centralized_encoders_trainable(tiny_model, tmp_path):
     enc = load_encoder(tiny_model)
     build_model(joint_cfg(tiny_model, tmp_path), enc)

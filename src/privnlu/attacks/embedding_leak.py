@@ -220,7 +220,22 @@ def _truth(truth_cfg, node_id: int, rnd: int) -> tuple[list[str], list[list[int]
     return texts, ids, "node id"
 
 
-def audit_capture(capture, encoder, *, truth_cfg=None, rounds: set[int] | None = None, examples: int = 3) -> list[dict]:
+def _sent_layer_norm(capture, rnd: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The embedding LayerNorm of the model the server sent in round ``rnd`` (what the eavesdropper saw)."""
+    for e in capture.sent:
+        if e["round"] == rnd and "arrays" in e:
+            arrays = next(iter(e["arrays"].values()))
+            keys = [f"encoder.model.embeddings.LayerNorm.{k}" for k in ("weight", "bias")]
+            if all(k in arrays for k in keys):
+                return tuple(torch.as_tensor(np.asarray(arrays[k])).float() for k in keys)  # type: ignore[return-value]
+    return None
+
+
+SPAN_THRESHOLD = 0.5  # relative residual below which the span test calls a token present (a fixed heuristic)
+
+
+def audit_capture(capture, encoder, *, truth_cfg=None, rounds: set[int] | None = None, examples: int = 3,
+                  span: bool = False) -> list[dict]:
     """Run :class:`EmbeddingLeakAttack` on every client reply in a wire capture (the attacker sees one message's
     arrays and its declared batch size), then, with ``truth_cfg`` (the seeded run's config), score each against
     the replayed true batch. Secure-aggregation replies are attacked one by one and, as the server may, summed
@@ -245,12 +260,23 @@ def audit_capture(capture, encoder, *, truth_cfg=None, rounds: set[int] | None =
         else:
             continue
         row = {"round": e["round"], "node_id": e["node_id"], **out}
-        if truth_cfg is not None and out.get("embedding_gradient"):
+        ln = _sent_layer_norm(capture, e["round"]) if span and "gradients" in arrays else None
+        if ln is not None:  # the attack that does not need the embedding tables (the frozen default)
+            ranked, res, rank = span_token_test(arrays["gradients"], encoder, ln)
+            sel = [i for i, r in zip(ranked, res.tolist()) if r < SPAN_THRESHOLD]
+            row["span"] = {"rank": rank, "token_ids": sel, "tokens": list(encoder.tokenizer.convert_ids_to_tokens(sel)),
+                           "ranked": ranked[:500]}
+        if truth_cfg is not None and (out.get("embedding_gradient") or "span" in row):
             texts, ids, _ = _truth(truth_cfg, e["node_id"], e["round"])
-            row.update(score_tokens(out["token_ids"], {i for r in ids for i in r}))
+            true = {i for r in ids for i in r}
             row["true_sentences"] = texts[:examples]
+            if out.get("embedding_gradient"):
+                row.update(score_tokens(out["token_ids"], true))
             if "sentence_ids" in out:
                 row.update(score_sentences([out["sentence_ids"]], ids))
+            if "span" in row:
+                row["span"].update(score_tokens(row["span"]["token_ids"], true))
+                row["span"]["precision_at_true_count"] = len(set(row["span"]["ranked"][:len(true)]) & true) / len(true)
         rows.append(row)
     for rnd, replies in sorted(sums.items()):  # the server's right under SecAgg: the sum of all replies
         total: dict[str, np.ndarray] = {}

@@ -29,8 +29,8 @@ import torch
 
 from ..rng import SecretGenerator
 from ..federated.local_noise import add_local_noise
-from .embedding_leak import (POSITION_TABLE, WORD_TABLE, find_table, order_tokens, read_token_set, score_sentences,
-                             score_tokens, span_token_test)
+from .embedding_leak import (POSITION_TABLE, SPAN_THRESHOLD, WORD_TABLE, find_table, order_tokens, read_token_set,
+                             score_sentences, score_tokens, span_token_test)
 
 
 def initial_batch(slots: list[list[int]], batch_size: int, token_ids: list[int]) -> list[list[int]]:
@@ -180,9 +180,6 @@ def measure(cfg, *, trials: int, budget: int, seed: int = 0, examples: int = 2, 
             out[key] = {part: {k: mean_or_nan([r[key][part][k] for r in rows if key in r]) for k in rows[0][key][part]}
                         for part in ("read_off", "span")}
     return out
-
-
-SPAN_THRESHOLD = 0.5  # relative residual below which the span test calls a token present (a fixed heuristic)
 
 
 def span_attack(grads, model, arrays) -> tuple[list[int], list[float], int]:

@@ -32,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --wire: score the recovery against that (seeded, in-process) federated run: the token "
                         "sets against each client's replayed batch, the DLG recovery against the training "
                         "representations of a frozen-mode run (evaluation only: the attacker never reads them)")
+    p.add_argument("--span-test", action="store_true",
+                   help="with --wire: also run the first-layer span test (DAGER-style; needs no embedding gradient, "
+                        "so it applies to the frozen default; about a minute per message on a CPU)")
     p.add_argument("--model", default="", help="with --wire: the encoder folder of the run, whose tokenizer names "
                                                "the recovered token ids (default: the run's, or packaged MiniLM)")
     p.add_argument("--resume", action="store_true",
@@ -98,11 +101,19 @@ def _attack_wire(args: argparse.Namespace, cfg, out: Path) -> int:
     capture = load_capture(args.wire)
     run_cfg = _run_config(Path(args.truth)) if args.truth else None
     encoder = load_encoder((args.model or (run_cfg.model if run_cfg else "")) or None)
-    leak = audit_capture(capture, encoder, truth_cfg=run_cfg if run_cfg is not None and run_cfg.mode == "joint" else None)
+    leak = audit_capture(capture, encoder, truth_cfg=run_cfg if run_cfg is not None and run_cfg.mode == "joint" else None,
+                         span=args.span_test)
     for row in leak:
         who = f"sum of {row['participants']} clients" if row["node_id"] == "sum" else f"node {row['node_id']}"
+        if "span" in row:
+            sp = row["span"]
+            score = (f" (precision {sp['precision']:.2f}, recall {sp['recall']:.2f}; precision of the "
+                     f"|true| best-ranked {sp['precision_at_true_count']:.2f})" if "precision" in sp else "")
+            say(f"round {row['round']} {who}: span test (rank {sp['rank']}) selects {len(sp['token_ids'])} token ids{score}")
         if not row.get("embedding_gradient"):
-            say(f"round {row['round']} {who}: no embedding-table gradient on the wire (tables frozen)")
+            if "span" not in row:
+                say(f"round {row['round']} {who}: no embedding-table gradient on the wire (tables frozen; the "
+                    "first-layer span test, --span-test, may still find the tokens)")
             continue
         words = ", ".join([t for t in row["tokens"] if not t.startswith("[")][:12])
         score = f" (precision {row['precision']:.2f}, recall {row['recall']:.2f})" if "precision" in row else ""
