@@ -27,3 +27,23 @@ def max_abs_cosine(arrays: list[np.ndarray], secrets: torch.Tensor) -> float:
             if ok.any():
                 best = max(best, float((v[ok] @ s.T).abs().max()))
     return best
+
+
+def token_row_leaks(arrays: dict[str, np.ndarray], token_ids: set[int], *, min_rows: int = 3,
+                    precision: float = 0.9) -> list[str]:
+    """Names of the arrays whose non-zero row (or column) pattern identifies the client's token ids: some but not
+    all rows are exactly zero, at least ``min_rows`` are non-zero, and at least ``precision`` of the non-zero row
+    indices are ids of the client's tokens. A lookup table's gradient fires (its rows are the batch's ids); a
+    dense gradient, a position table (rows 0..L-1, unused ids) or an all-zero array does not."""
+    hits = []
+    for name, a in arrays.items():
+        t = np.asarray(a)
+        if t.ndim < 2:
+            continue
+        t = t.reshape(t.shape[0], -1)
+        for mat in (t, t.T):
+            rows = np.flatnonzero(np.any(mat != 0, axis=1))
+            if min_rows <= len(rows) < mat.shape[0] and np.isin(rows, list(token_ids)).mean() >= precision:
+                hits.append(name)
+                break
+    return hits

@@ -44,6 +44,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--lr", type=float, default=1e-3, help="server (fedsgd) or client (fedavg) learning rate")
     g.add_argument("--server-optimizer", default="adam", choices=["adam", "sgd"])
     g.add_argument("--encoder-lr", type=float, default=2e-5)
+    g.add_argument("--train-embeddings", action="store_true",
+                   help="joint mode: also train the word/position/token-type embedding tables. UNSAFE: their gradient "
+                        "rows are non-zero exactly at the batch's token ids, so every client sends its words to the "
+                        "server (default: the tables stay frozen on the clients and never go on the wire)")
     g.add_argument("--hidden", default="", help="head hidden sizes, e.g. 384,384,384 (default: d,d,d)")
     g.add_argument("--dropout", type=float, default=0.1)
     g.add_argument("--abs-input", action="store_true",
@@ -61,11 +65,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--dp-epsilon", type=float, default=0.0,
                    help="instead of --dp-noise-multiplier: calibrate Z so that all --rounds are (epsilon, delta)-DP")
     g.add_argument("--dp-delta", type=float, default=1e-5, help="delta of the DP guarantee (default: 1e-5)")
+    g = p.add_argument_group("client-side protection of the messages (see docs/federated.md)")
+    g.add_argument("--secagg", action="store_true",
+                   help="secure aggregation (fedsgd, --backend inprocess): clients send pairwise-masked gradients and "
+                        "the server sees only their sum (privnlu's in-process masking, not Flower's SecAgg+ workflow)")
+    g.add_argument("--local-clip", type=float, default=0.0, metavar="C",
+                   help="each client clips its gradient to L2 norm C before sending (with --local-noise)")
+    g.add_argument("--local-noise", type=float, default=0.0, metavar="Z",
+                   help="each client adds N(0, (Z*C)^2) to every coordinate it sends (dense, from the OS CSPRNG)")
     g = p.add_argument_group("output")
     g.add_argument("--out", help="run folder (default: runs/federated/<label>)")
     g.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint")
     g.add_argument("--record-wire", type=int, default=0, metavar="N",
-                   help="save every message of the first N rounds (-1: all) to <out>/wire.pt (the eavesdropper's view)")
+                   help="save every message of the first N rounds (-1: all) to <out>/wire.safetensors (the eavesdropper's view)")
     g.add_argument("--verbose", action="store_true", help="show Flower's log")
     g = p.add_argument_group("deployment")
     g.add_argument("--deploy", action="store_true",
@@ -90,12 +102,13 @@ def config_from_args(args: argparse.Namespace):
         task=args.task, clients=args.clients, rounds=args.rounds, m=m_label(float(m)) if not isinstance(m, str) else m,
         k=k, pool_sizes=args.pool_sizes, scheme=args.scheme, algorithm=args.algorithm, local_steps=args.local_steps,
         batch_size=args.batch_size, lr=args.lr, server_optimizer=args.server_optimizer, mode=args.mode,
-        encoder_lr=args.encoder_lr, model=args.model, pooling=args.pooling, max_length=args.max_length,
+        encoder_lr=args.encoder_lr, train_embeddings=args.train_embeddings, model=args.model, pooling=args.pooling, max_length=args.max_length,
         hidden=args.hidden, dropout=args.dropout, train_limit=args.train_limit, dev_limit=args.dev_limit,
         data_dir=args.data_dir, cache_dir=args.cache_dir, fraction_train=args.fraction_train,
         min_clients=args.min_clients, eval_every=args.eval_every, eval_mask=args.eval_mask, checkpoint_every=args.checkpoint_every,
         seed=-1 if args.seed is None else args.seed, abs_input=args.abs_input, dp_clip=args.dp_clip,
         dp_noise=args.dp_noise_multiplier, dp_epsilon=args.dp_epsilon, dp_delta=args.dp_delta,
+        secagg=args.secagg, local_clip=args.local_clip, local_noise=args.local_noise,
     )
 
 
@@ -124,6 +137,13 @@ def run(args: argparse.Namespace) -> int:
     if not args.round_timeout > 0:
         raise PrivnluError(f"--round-timeout must be positive, not {args.round_timeout}")
     cfg = config_from_args(args)
+    if cfg.secagg and (args.deploy or args.backend != "inprocess"):
+        raise PrivnluError("--secagg needs --backend inprocess (privnlu deals the pairwise mask seeds to in-process "
+                           "clients; Flower's SecAgg+ workflow is not wired in)")
+    if cfg.train_embeddings:
+        from ..federated.model import EMBEDDING_LEAK_WARNING
+
+        say(f"WARNING: {EMBEDDING_LEAK_WARNING}")
     label = f"{cfg.task}-{cfg.algorithm}-{'baseline' if cfg.scheme == 'none' else f'm{cfg.m}-k{cfg.k}'}-c{cfg.clients}"
     out = Path(args.out) if args.out else Path("runs/federated") / label
     if args.deploy:
@@ -138,7 +158,9 @@ def run(args: argparse.Namespace) -> int:
     wire = WireLog(args.record_wire) if args.record_wire else None
     say(f"privnlu federated: {cfg.clients} clients, {cfg.rounds} rounds, {cfg.algorithm}, "
         f"{'no TextHide' if cfg.scheme == 'none' else f'(m, k) = ({cfg.m}, {cfg.k})'}"
-        f"{f', DP-FedSGD z = {cfg.dp_noise_multiplier:.4g}' if cfg.dp_clip else ''}; "
+        f"{f', DP-FedSGD z = {cfg.dp_noise_multiplier:.4g}' if cfg.dp_clip else ''}"
+        f"{', secure aggregation' if cfg.secagg else ''}"
+        f"{f', local noise z = {cfg.local_noise:g} (C = {cfg.local_clip:g})' if cfg.local_noise else ''}; "
         f"{'in-process clients' if args.backend == 'inprocess' else 'starting Flower simulation'}")
     if args.backend == "inprocess":
         rec = run_inprocess(cfg, out=out, resume=args.resume, wire=wire, round_timeout=args.round_timeout, checked=True,

@@ -24,13 +24,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trials", type=positive_int, default=50, help="independent attacks per (d, k) (default: 50)")
     p.add_argument("--iterations", type=positive_int, default=1200, help="L-BFGS iterations in all (default: 1200)")
     p.add_argument("--seed", type=int, default=0, help="experiment seed (trial choice, attacker init, victim keys)")
-    p.add_argument("--wire", help="attack a capture (<run>/wire.pt) instead of sweeping")
+    p.add_argument("--wire", help="attack a capture (<run>/wire.safetensors) instead of sweeping")
     p.add_argument("--round", type=positive_int, default=1, help="with --wire: the round to attack")
     p.add_argument("--node", type=int, help="with --wire: the client node id (default: the first reply)")
     p.add_argument("--no-mask", action="store_true", help="with --wire: the run used no TextHide mask")
     p.add_argument("--truth", metavar="RUN_DIR",
-                   help="with --wire: score the recovery against the training representations of that federated run "
-                        "(evaluation only: the attacker never reads them)")
+                   help="with --wire: score the recovery against that (seeded, in-process) federated run: the token "
+                        "sets against each client's replayed batch, the DLG recovery against the training "
+                        "representations of a frozen-mode run (evaluation only: the attacker never reads them)")
+    p.add_argument("--span-test", action="store_true",
+                   help="with --wire: also run the first-layer span test (DAGER-style; needs no embedding gradient, "
+                        "so it applies to the frozen default; about a minute per message on a CPU)")
+    p.add_argument("--model", default="", help="with --wire: the encoder folder of the run, whose tokenizer names "
+                                               "the recovered token ids (default: the run's, or packaged MiniLM)")
     p.add_argument("--resume", action="store_true",
                    help="continue an interrupted sweep from --out: finished (d, k) cells are kept, not re-run")
     p.add_argument("--out", help="results JSON (default: runs/attacks/gradient_matching.json)")
@@ -40,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from ..attacks.gradient_matching import PAPER_TABLE2, GradientMatchingConfig, attack_capture, summarize, sweep
+    from ..attacks.gradient_matching import PAPER_TABLE2, GradientMatchingConfig, summarize, sweep
     from ..io import write_json_atomic
 
     if any(d < 1 for d in args.dims) or any(k < 0 for k in args.ks):
@@ -50,22 +56,7 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)
     t0 = time.time()
     if args.wire:
-        from ..federated.wire import load_capture
-
-        res, info = attack_capture(load_capture(args.wire), round=args.round, node_id=args.node, masked=not args.no_mask,
-                                   config=cfg)
-        rec = {"kind": "gradient_attack", "source": "wire", "wire": str(args.wire), **info,
-               "masked": not args.no_mask, "recovered": res.recovered.tolist(),
-               "grad_distance": res.grad_distance, "seconds": round(res.seconds, 2)}
-        verdict = ""
-        if args.truth:
-            mse, ok = _score_against_run(Path(args.truth), res.recovered)
-            rec.update({"mse": mse, "success": ok})
-            verdict = f"; min MSE to a training representation {mse:.3g} (success: {ok})"
-        write_json_atomic(out, rec)
-        say(f"attacked round {info['round']} node {info['node_id']}: gradient distance {res.grad_distance:.2e} "
-            f"in {res.seconds:.1f}s{verdict}; recovered input in {out}")
-        return 0
+        return _attack_wire(args, cfg, out)
     from ..data import get_task
     from ..models import FeatureCache, load_encoder
 
@@ -98,6 +89,67 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _attack_wire(args: argparse.Namespace, cfg, out: Path) -> int:
+    """--wire: the embedding-gradient token sets of every captured client message (issue 12), then DLG on the
+    head gradient of one message (TextHide Algorithm 3)."""
+    from ..attacks.embedding_leak import audit_capture
+    from ..attacks.gradient_matching import attack_capture
+    from ..federated.wire import load_capture
+    from ..io import write_json_atomic
+    from ..models import load_encoder
+
+    capture = load_capture(args.wire)
+    run_cfg = _run_config(Path(args.truth)) if args.truth else None
+    encoder = load_encoder((args.model or (run_cfg.model if run_cfg else "")) or None)
+    leak = audit_capture(capture, encoder, truth_cfg=run_cfg if run_cfg is not None and run_cfg.mode == "joint" else None,
+                         span=args.span_test)
+    for row in leak:
+        who = f"sum of {row['participants']} clients" if row["node_id"] == "sum" else f"node {row['node_id']}"
+        if "span" in row:
+            sp = row["span"]
+            score = (f" (precision {sp['precision']:.2f}, recall {sp['recall']:.2f}; precision of the "
+                     f"|true| best-ranked {sp['precision_at_true_count']:.2f})" if "precision" in sp else "")
+            say(f"round {row['round']} {who}: span test (rank {sp['rank']}) selects {len(sp['token_ids'])} token ids{score}")
+        if not row.get("embedding_gradient"):
+            if "span" not in row:
+                say(f"round {row['round']} {who}: no embedding-table gradient on the wire (tables frozen; the "
+                    "first-layer span test, --span-test, may still find the tokens)")
+            continue
+        words = ", ".join([t for t in row["tokens"] if not t.startswith("[")][:12])
+        score = f" (precision {row['precision']:.2f}, recall {row['recall']:.2f})" if "precision" in row else ""
+        say(f"round {row['round']} {who}: {len(row['token_ids'])} token ids read off the embedding gradient{score}: "
+            f"{words}{' ...' if len(row['tokens']) > 12 else ''}")
+    rec: dict = {"kind": "gradient_attack", "source": "wire", "wire": str(args.wire), "token_leak": leak}
+    plain = [e for e in capture.received if e["round"] == args.round and "gradients" in e.get("arrays", {})
+             and (args.node is None or e["node_id"] == args.node)]
+    if plain:
+        res, info = attack_capture(capture, round=args.round, node_id=args.node, masked=not args.no_mask, config=cfg)
+        rec.update({**info, "masked": not args.no_mask, "recovered": res.recovered.tolist(),
+                    "grad_distance": res.grad_distance, "seconds": round(res.seconds, 2)})
+        verdict = ""
+        if run_cfg is not None and run_cfg.mode == "frozen":
+            mse, ok = _score_against_run(Path(args.truth), res.recovered)
+            rec.update({"mse": mse, "success": ok})
+            verdict = f"; min MSE to a training representation {mse:.3g} (success: {ok})"
+        say(f"DLG on round {info['round']} node {info['node_id']}: gradient distance {res.grad_distance:.2e} "
+            f"in {res.seconds:.1f}s{verdict}")
+    else:
+        say(f"no plain client gradient in round {args.round} (secure aggregation, FedAvg or no such node): DLG skipped")
+    write_json_atomic(out, rec)
+    say(f"results in {out}")
+    return 0
+
+
+def _run_config(run_dir: Path):
+    from ..federated.config import FederatedConfig
+    from ..io import read_json
+
+    try:
+        return FederatedConfig(**read_json(run_dir / "result.json")["config"])
+    except (OSError, KeyError, ValueError, TypeError):
+        raise PrivnluError(f"--truth {run_dir}: not a finished privnlu federated run folder") from None
+
+
 def _finished_cells(out: Path, args: argparse.Namespace, cfg, task_name: str) -> list[dict]:
     """Rows of the (d, k) cells an earlier run of the same sweep finished (all ``--trials`` attacks)."""
     from ..io import read_json
@@ -123,15 +175,10 @@ def _finished_cells(out: Path, args: argparse.Namespace, cfg, task_name: str) ->
 def _score_against_run(run_dir: Path, recovered) -> tuple[float, bool]:
     """Min MSE between the recovery and any training representation of the run (the evaluator's ground truth)."""
     from ..attacks.gradient_matching import score
-    from ..federated.config import FederatedConfig
     from ..federated.data import cached_features, load_train
     from ..federated.model import load_config_encoder
-    from ..io import read_json
 
-    try:
-        cfg = FederatedConfig(**read_json(run_dir / "result.json")["config"])
-    except (OSError, KeyError, ValueError, TypeError):
-        raise PrivnluError(f"--truth {run_dir}: not a finished privnlu federated run folder") from None
+    cfg = _run_config(run_dir)
     if cfg.mode != "frozen":
         raise PrivnluError("--truth needs a frozen-mode run (its representations are fixed)")
     x = cached_features(cfg, load_config_encoder(cfg), load_train(cfg))

@@ -141,12 +141,41 @@ class TextHideClient:
         return total / max(seen, 1), seen
 
 
-def client_update(cfg: FederatedConfig, partition: int, state: RecordDict, rnd: int, arrays: ArrayRecord) -> RecordDict:
-    """What client ``partition`` sends back for round ``rnd`` (the whole reply content)."""
+def replay_batch(cfg: FederatedConfig, partition: int, rnd: int) -> tuple[list[str], list[list[int]]]:
+    """AUDITOR ONLY, seeded joint-mode runs: the texts and token ids (padding dropped) of the batch client
+    ``partition`` drew in round ``rnd`` (FedSGD), replayed from the experiment seed; never given to an attack."""
+    if cfg.experiment_seed is None:
+        raise PrivnluError("the true batch can be replayed only for a run with --seed (its secrets are os.urandom)")
+    if cfg.mode != "joint":
+        raise PrivnluError("token-level ground truth needs a joint-mode run (frozen mode sends no encoder gradient)")
+    client = TextHideClient(cfg, partition, RecordDict(), rnd)
+    idx = client.sample()
+    tok = client.data.tokens
+    assert tok is not None
+    ids = [tok["input_ids"][i][tok["attention_mask"][i].bool()].tolist() for i in idx.tolist()]
+    return [client.data.texts[i] for i in idx.tolist()], ids
+
+
+def client_update(cfg: FederatedConfig, partition: int, state: RecordDict, rnd: int, arrays: ArrayRecord, *,
+                  node_id: int | None = None, participants: list[int] | None = None) -> RecordDict:
+    """What client ``partition`` sends back for round ``rnd`` (the whole reply content). With local noise the
+    gradient is clipped and noised here; with secure aggregation only its masked share leaves (``node_id`` and
+    the round's ``participants`` name the mask pairs)."""
     client = TextHideClient(cfg, partition, state, rnd)
     client.model.load_arrays(arrays)
     if cfg.algorithm == "fedsgd":
         grads, loss, b = client.gradient()
+        if cfg.local_noise:
+            from .local_noise import add_local_noise
+
+            grads = add_local_noise(grads, clip=cfg.local_clip, multiplier=cfg.local_noise,
+                                    rng=client_rng(cfg, partition, "local-noise", rnd))
+        if cfg.secagg:
+            from .secagg import mask_reply
+
+            if node_id is None or not participants:
+                raise PrivnluError("secure aggregation: the server sent no participant list")
+            return mask_reply(grads, loss, b, node_id=node_id, participants=participants, rnd=rnd, state=state)
         return RecordDict({"gradients": tensors_to_record(grads),
                            "metrics": MetricRecord({"num-examples": b, "train-loss": loss})})
     loss, seen = client.local_steps()
@@ -198,7 +227,9 @@ def make_client_app(cfg: FederatedConfig | None = None, *, mods: tuple = ()) -> 
         run_cfg = cfg or FederatedConfig.from_run_config(dict(context.run_config))
         part = node_partition(context, run_cfg)
         rnd = int(msg.content["config"]["server-round"])
-        content = client_update(run_cfg, part, context.state, rnd, msg.content["arrays"])
+        participants = msg.content["config"].get("secagg-participants")
+        content = client_update(run_cfg, part, context.state, rnd, msg.content["arrays"], node_id=context.node_id,
+                                participants=[int(p) for p in participants] if participants else None)
         return Message(content=content, reply_to=msg)
 
     @app.evaluate()

@@ -44,6 +44,9 @@ class FederatedConfig:
     server_optimizer: str = "adam"
     mode: str = "frozen"
     encoder_lr: float = 2e-5
+    # joint mode: also train the token/position embedding tables. Their gradient rows are non-zero exactly at the
+    # batch's token ids, so this sends every client's words to the server (issue 12); off by default
+    train_embeddings: bool = False
     model: str = ""  # "" = packaged MiniLM
     pooling: str = "cls"
     max_length: int = 128
@@ -64,6 +67,9 @@ class FederatedConfig:
     dp_noise: float = 0.0  # the noise multiplier z (or give dp_epsilon to calibrate it for the run's rounds)
     dp_epsilon: float = 0.0
     dp_delta: float = 1e-5
+    secagg: bool = False  # in-process pairwise-masking secure aggregation (federated/secagg.py): the server sees the sum
+    local_clip: float = 0.0  # > 0 with local_noise: each client clips its gradient to this L2 norm ...
+    local_noise: float = 0.0  # ... and adds N(0, (local_noise * local_clip)^2) to every coordinate it sends
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "m", m_label(parse_m(self.m)))
@@ -81,6 +87,8 @@ class FederatedConfig:
             raise PrivnluError(f"unknown server optimizer '{self.server_optimizer}'; choose adam or sgd")
         if self.mode not in MODES:
             raise PrivnluError(f"unknown mode '{self.mode}'; choose frozen or joint")
+        if self.train_embeddings and self.mode != "joint":
+            raise PrivnluError("--train-embeddings applies to --mode joint only (frozen mode trains no encoder weight)")
         if self.local_steps < 1:
             raise PrivnluError(f"--local-steps must be >= 1, not {self.local_steps}")
         if self.algorithm == "fedsgd" and self.local_steps != 1:
@@ -103,6 +111,7 @@ class FederatedConfig:
             raise PrivnluError(f"dropout must be in [0, 1), not {self.dropout}")
         hidden_sizes(self.hidden)
         self._check_dp()
+        self._check_client_side()
         client_pool_sizes(self.m, self.clients, self.pool_sizes)
 
     def _check_dp(self) -> None:
@@ -117,6 +126,19 @@ class FederatedConfig:
         from .dp import check_dp_settings
 
         check_dp_settings(clipping_norm=self.dp_clip, noise_multiplier=self.dp_noise_multiplier, delta=self.dp_delta)
+
+    def _check_client_side(self) -> None:
+        if (self.secagg or self.local_noise or self.local_clip) and self.algorithm != "fedsgd":
+            raise PrivnluError("--secagg and --local-noise apply to --algorithm fedsgd (clients send gradients)")
+        if self.secagg and self.dp_clip:
+            raise PrivnluError("--dp-clip clips each client's gradient on the server, which --secagg hides from it; "
+                               "use --local-noise (client-side) with --secagg")
+        if bool(self.local_noise) != bool(self.local_clip):
+            raise PrivnluError("--local-noise Z needs --local-clip C (the noise std is Z * C), and vice versa")
+        for name in ("local_noise", "local_clip"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v >= 0):
+                raise PrivnluError(f"--{name.replace('_', '-')} must be >= 0, not {v}")
 
     @property
     def dp_noise_multiplier(self) -> float:

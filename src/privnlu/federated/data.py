@@ -34,6 +34,7 @@ class ClientData:
     represent: Callable[[torch.Tensor], torch.Tensor]
     targets: torch.Tensor
     texts: list[str]
+    tokens: dict[str, torch.Tensor] | None = None  # joint mode: the shard's tokenisation (input_ids, attention_mask)
 
     def __len__(self) -> int:
         return int(self.targets.shape[0])
@@ -100,4 +101,4 @@ def load_client_data(cfg: FederatedConfig, partition: int, encoder: SentenceEnco
         batch = {k: v[:, :width] for k, v in batch.items()}
         return encoder(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"))
 
-    return ClientData(represent, targets, shard.texts_a)
+    return ClientData(represent, targets, shard.texts_a, tok)

@@ -1,5 +1,11 @@
 """The federated model (MLP head, plus the encoder in joint mode) and its wire format.
 
+Joint mode fine-tunes the encoder but, by default, not its lookup tables (word, position and
+token-type embeddings): the gradient of a lookup table ``E`` is ``dL/dE[v] = sum_{(b,p): x_bp = v} dL/de_bp``,
+non-zero exactly in the rows of the ids in the batch, so a client sending it sends its bag of words
+(issue 12; Melis et al. 2019). Frozen tables are not parameters of the federated model and never go on
+the wire; ``train_embeddings`` restores the old, leaking behaviour.
+
 Parameters travel as one Flower ``ArrayRecord`` keyed ``head.<name>`` and
 ``encoder.<name>``; gradients use the same keys, so the server can apply an
 averaged gradient to the parameter of the same name.
@@ -19,6 +25,11 @@ from ..data.tasks import TaskSpec, get_task
 from ..models import MLPHead, load_encoder
 from ..models.encoder import SentenceEncoder
 from .config import FederatedConfig, hidden_sizes
+
+EMBEDDING_LEAK_WARNING = (
+    "--train-embeddings sends the gradient of the embedding tables, whose non-zero rows are exactly the token ids of "
+    "each client's batch: the server and any eavesdropper read every client's words off the wire (the "
+    "embedding-gradient leak; TextHide does not hide it). `privnlu gradient-attack --wire` shows it.")
 
 
 @dataclass
@@ -65,7 +76,23 @@ def build_model(cfg: FederatedConfig, encoder: SentenceEncoder, *, init_seed: in
         from ..models.heads import AbsInput
 
         head = AbsInput(head)
-    return FederatedModel(task, head, encoder if cfg.mode == "joint" else None)
+    if cfg.mode == "joint":
+        set_embeddings_trainable(encoder, cfg.train_embeddings)
+        return FederatedModel(task, head, encoder)
+    return FederatedModel(task, head, None)
+
+
+def embedding_tables(encoder: nn.Module) -> dict[str, nn.Parameter]:
+    """The encoder's lookup tables (every ``nn.Embedding`` weight: word, position, token type) by name."""
+    return {f"{mn}.{pn}" if mn else pn: p for mn, mod in encoder.named_modules() if isinstance(mod, nn.Embedding)
+            for pn, p in mod.named_parameters(recurse=False)}
+
+
+def set_embeddings_trainable(encoder: nn.Module, trainable: bool) -> None:
+    """Freeze (the default) or unfreeze the lookup tables; everything else in the encoder stays trainable."""
+    tables = {id(p) for p in embedding_tables(encoder).values()}
+    for p in encoder.parameters():
+        p.requires_grad_(trainable if id(p) in tables else True)
 
 
 def load_config_encoder(cfg: FederatedConfig) -> SentenceEncoder:

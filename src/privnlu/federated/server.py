@@ -29,11 +29,11 @@ from .data import cached_features, labels_tensor, load_dev, load_train
 from .model import build_model, load_config_encoder
 from .dp import DPFedSGD
 from .strategy import make_strategy
-from .wire import RecordingGrid, WireLog
+from .wire import WIRE_FILE, RecordingGrid, WireLog
 
 CHECKPOINT = "checkpoint.pt"
 RESULT = "result.json"
-WIRE = "wire.pt"
+WIRE = WIRE_FILE
 
 
 def _resume_key(cfg: FederatedConfig) -> dict:
@@ -114,6 +114,7 @@ def run_server(grid: Grid, cfg: FederatedConfig, *, out: Path | None, resume: bo
         "task": cfg.task,
         "algorithm": cfg.algorithm,
         "mode": cfg.mode,
+        "train_embeddings": cfg.train_embeddings,
         "scheme": cfg.scheme,
         "m": cfg.m,
         "k": cfg.k,
@@ -162,10 +163,15 @@ def _restore(path: Path, cfg: FederatedConfig, model, strategy) -> tuple[int, li
         raise PrivnluError(f"checkpoint {path} is corrupt; delete it to start over") from None
     saved = blob.get("config")
     if isinstance(saved, dict):  # a checkpoint from before a setting existed ran with that setting's default
+        if "train_embeddings" not in saved and saved.get("mode") == "joint":
+            saved = {**saved, "train_embeddings": True}  # joint mode trained the embedding tables before issue 12
         defaults = _resume_key(FederatedConfig(task=cfg.task))
         saved = {**{k: v for k, v in defaults.items() if k not in saved}, **saved}
     if saved != _resume_key(cfg):
-        raise PrivnluError(f"checkpoint {path} is from a run with other settings; delete it or use another --out")
+        hint = ""
+        if isinstance(saved, dict) and saved.get("train_embeddings") and not cfg.train_embeddings:
+            hint = " (it trained the embedding tables, which leaks the clients' words; start a new run)"
+        raise PrivnluError(f"checkpoint {path} is from a run with other settings{hint}; delete it or use another --out")
     from .model import tensors_to_record
 
     model.load_arrays(tensors_to_record(params))

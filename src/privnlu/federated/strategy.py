@@ -135,7 +135,13 @@ def make_strategy(cfg: FederatedConfig, initial: dict[str, torch.Tensor]) -> Res
                   min_evaluate_nodes=1, min_available_nodes=cfg.min_available)
     strategy: ResumableRounds
     if cfg.algorithm == "fedsgd":
-        strategy = TextHideFedSGD(initial=initial, lr=cfg.lr, encoder_lr=cfg.encoder_lr, optimizer=cfg.server_optimizer,
+        if cfg.secagg:
+            from .secagg import SecAggFedSGD
+
+            fedsgd: type[TextHideFedSGD] = SecAggFedSGD
+        else:
+            fedsgd = TextHideFedSGD
+        strategy = fedsgd(initial=initial, lr=cfg.lr, encoder_lr=cfg.encoder_lr, optimizer=cfg.server_optimizer,
                                   **common)
     else:
         strategy = FedAvgTextHide(**common)

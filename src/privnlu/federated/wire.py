@@ -6,21 +6,31 @@ arrays, metrics, configs, and errors). It is the eavesdropper's view: the test
 that nothing secret leaves a client inspects it, and the gradient-matching
 attack can run on a saved capture (:func:`load_capture`) instead of on
 gradients computed in-process.
+
+A capture on disk is one safetensors file (``wire.safetensors``): every array is a
+tensor named ``<sent|received>/<entry>/<record>/<array name>``, and everything else
+(rounds, node ids, message types, metrics, configs, errors) is JSON in the file's
+header metadata. Nothing is pickled, so reading a capture from an untrusted party
+executes no code; :func:`load_capture` refuses pickles (the old ``wire.pt``).
 """
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import torch
 from flwr.app import Message, RecordDict
 from flwr.serverapp import Grid
 
 from ..errors import PrivnluError
-from ..io import torch_save_atomic
+from ..io import write_atomic
+
+FORMAT = "privnlu-wire-v2"
+WIRE_FILE = "wire.safetensors"
 
 
 def snapshot(content: RecordDict) -> dict:
@@ -63,17 +73,70 @@ class WireLog:
         self.received.append(entry)
 
     def save(self, path: str | Path) -> Path:
-        return torch_save_atomic(path, {"format": "privnlu-wire-v1", "sent": self.sent, "received": self.received})
+        """Write the capture as safetensors (arrays) with JSON metadata, atomically."""
+        from safetensors.numpy import save_file
+
+        tensors: dict[str, np.ndarray] = {}
+        meta: dict[str, list] = {"sent": [], "received": []}
+        for side in ("sent", "received"):
+            for i, entry in enumerate(getattr(self, side)):
+                e = {k: v for k, v in entry.items() if k != "arrays"}
+                if "arrays" in entry:
+                    e["arrays"] = {}
+                    for rec, arrays in entry["arrays"].items():
+                        e["arrays"][rec] = list(arrays)
+                        for name, a in arrays.items():
+                            tensors[f"{side}/{i}/{rec}/{name}"] = np.ascontiguousarray(a)
+                meta[side].append(e)
+        header = {"format": FORMAT, "entries": json.dumps(meta, default=_json_value)}
+        return write_atomic(path, lambda tmp: save_file(tensors, str(tmp), metadata=header))
+
+
+def _json_value(obj):
+    if isinstance(obj, bytes):
+        return {"__bytes__": base64.b64encode(obj).decode()}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    raise TypeError(f"cannot store {type(obj).__name__} in a wire capture")
+
+
+def _is_pickle(path: Path) -> bool:
+    """A torch.save zip or a raw pickle (protocol 2+ starts with 0x80), and not a safetensors file (whose first
+    8 bytes are the header length, little-endian, followed by the JSON header's ``{``; that length's low byte
+    may well be 0x80)."""
+    with open(path, "rb") as fh:
+        head = fh.read(9)
+    size = path.stat().st_size
+    if len(head) == 9 and head[8:9] == b"{" and 0 < int.from_bytes(head[:8], "little") <= size - 8:
+        return False
+    return head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"
 
 
 def load_capture(path: str | Path) -> WireLog:
+    """Read a capture written by :meth:`WireLog.save`. Never unpickles: a pickle is refused."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise PrivnluError(f"{path}: no such wire capture")
+    if _is_pickle(path):
+        raise PrivnluError(f"{path}: a pickle; privnlu never unpickles a wire capture (it could run code). "
+                           "Re-record it with this version (privnlu federated --record-wire writes wire.safetensors)")
     try:
-        blob = torch.load(path, map_location="cpu", weights_only=False)
-        if blob.get("format") != "privnlu-wire-v1":
-            raise ValueError
+        with safe_open(str(path), framework="numpy") as f:
+            header = f.metadata() or {}
+            if header.get("format") != FORMAT:
+                raise ValueError
+            meta = json.loads(header["entries"])
+            log = WireLog(0, meta["sent"], meta["received"])
+            for side in ("sent", "received"):
+                for i, entry in enumerate(getattr(log, side)):
+                    if "arrays" in entry:
+                        entry["arrays"] = {rec: {n: f.get_tensor(f"{side}/{i}/{rec}/{n}") for n in names}
+                                           for rec, names in entry["arrays"].items()}
     except Exception:
         raise PrivnluError(f"{path}: not a privnlu wire capture (privnlu federated --record-wire)") from None
-    return WireLog(0, blob["sent"], blob["received"])
+    return log
 
 
 def _round_of(messages: list[Message]) -> int:

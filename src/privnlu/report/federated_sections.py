@@ -83,3 +83,36 @@ def gradient_attack(records: list[dict], ctx: Context) -> str | None:
     fig.colorbar(im, ax=list(axes))
     return html + ctx.figure(fig, "gradient_attack_heatmap", "heatmaps over d and k of gradient-matching attack success "
                              "(left, the paper's criterion) and of recovering the TextHide encoding (right)")
+
+
+@section("embedding_leak", "Embedding-gradient leak of federated joint mode (issue 12)", order=46)
+def embedding_leak(records: list[dict], ctx: Context) -> str | None:
+    """Per captured message: the token set read off the embedding gradient, its precision/recall against the
+    client's true batch, and example recovered word sets beside the true sentences; plus the ordering sweep."""
+    wires = [r for r in records if r.get("kind") == "gradient_attack" and r.get("source") == "wire" and r.get("token_leak")]
+    sweeps = [r for r in records if r.get("kind") == "embedding_leak_sweep"]
+    if not wires and not sweeps:
+        return None
+    html = ""
+    rows = []
+    for w in wires:
+        for t in w["token_leak"]:
+            if not t.get("embedding_gradient"):
+                rows.append([w["wire"], t["round"], t["node_id"], "none (tables frozen)", None, None, "", ""])
+                continue
+            words = [x for x in t["tokens"] if not x.startswith("[")]
+            rows.append([w["wire"], t["round"], t["node_id"], len(t["token_ids"]), t.get("precision"), t.get("recall"),
+                         " ".join(words[:25]) + (" ..." if len(words) > 25 else ""),
+                         " | ".join(t.get("true_sentences", []))])
+    if rows:
+        html += table(["capture", "round", "node", "token ids recovered", "precision", "recall",
+                       "recovered word set (first 25)", "true sentences (examples)"], rows)
+    srows = []
+    for s in sweeps:
+        for r in s["results"]:
+            srows.append([r["batch_size"], "none" if r["scheme"] == "none" else f"TextHide ({r['m']}, {r['k']})",
+                          r["trials"], r["precision"], r["recall"], r["exact_sentences"], r["token_accuracy"]])
+    if srows:
+        html += table(["batch size", "scheme", "messages", "token precision", "token recall", "exact sentences",
+                       "token accuracy"], srows)
+    return html

@@ -1,0 +1,27 @@
+"""Client-side (local) Gaussian noise: each client perturbs its own gradient before it leaves the device.
+
+    g~_c = clip_C(g_c) + N(0, (z C)^2 I)        on every coordinate of every array sent
+
+(the clipping of :func:`~.dp.clip_gradient`, all arrays together, then dense Gaussian noise from the
+client's :class:`~privnlu.rng.SecretGenerator`). Unlike server-side DP-FedSGD (``--dp-clip``), whose
+noise is added after the server has received the raw gradients, this noise is on the wire. It must be
+dense: noise added only to the non-zero rows would still show which rows (which token ids) are non-zero.
+No DP guarantee is claimed for it here (the per-round epsilon of one client's message would be that of a
+Gaussian mechanism with sensitivity ``2C`` and noise ``zC``); docs/results_federated.md measures what it
+does to the embedding-gradient attack.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..rng import SecretGenerator
+from .dp import clip_gradient
+
+
+def add_local_noise(grads: dict[str, torch.Tensor], *, clip: float, multiplier: float,
+                    rng: SecretGenerator) -> dict[str, torch.Tensor]:
+    """``clip_C(g) + N(0, (z C)^2 I)``, dense over every coordinate."""
+    clipped, _ = clip_gradient(grads, clip)
+    std = multiplier * clip
+    return {n: g + std * rng.normal(tuple(g.shape), dtype=g.dtype) for n, g in clipped.items()}
