@@ -9,7 +9,7 @@ from ..errors import PrivnluError
 from ..io import write_json_atomic
 from ..rng import SecretGenerator
 from ..training import mlm, private_finetune as pf
-from .common import positive_int, say, warn_seed
+from .common import add_bf16_arg, positive_int, say, warn_seed
 from .dchi import eta_list
 
 
@@ -51,6 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--lstm-hidden", type=positive_int, default=256)
     f.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu); privatization always runs on the CPU")
     f.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes the noise, data order, initialisation and dropout reproducible")
+    add_bf16_arg(f)
     f.set_defaults(func=run_finetune)
 
     p = sub.add_parser("dchi-pretrain", help="privacy-adaptive MLM pretraining (vanilla / probability / denoising)",
@@ -81,6 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="a local Hugging Face model folder (default: packaged MiniLM)")
     p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu); privatization always runs on the CPU")
     p.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes noise, masks and order reproducible")
+    add_bf16_arg(p)
     p.set_defaults(func=run_pretrain)
 
 
@@ -95,7 +97,8 @@ def run_finetune(args: argparse.Namespace) -> int:
                 epochs = {"sequence": args.sequence_epochs}.get(mode) or (args.lstm_epochs if encoder == "bilstm" else None) or args.epochs
                 configs.append(pf.FinetuneConfig(mode=mode, encoder=encoder, eta=eta, epochs=epochs,
                                                  batch_size=args.batch_size, lr=args.lr, lstm_lr=args.lstm_lr,
-                                                 head_lr=args.head_lr, lstm_hidden=args.lstm_hidden, seed=args.seed))
+                                                 head_lr=args.head_lr, lstm_hidden=args.lstm_hidden, seed=args.seed,
+                                                 bf16=args.bf16 or "auto"))
     if not configs:
         raise PrivnluError("nothing to run: the chosen modes and encoders have no valid combination")
     if skipped:
@@ -138,7 +141,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
         raise PrivnluError(f"--init-head {args.init_head}: no such file")
     warn_seed(args)
     rec = mlm.Pretrainer(config, args.out, model=args.model, init_head=args.init_head, log=say,
-                          device=args.device).run(
+                          device=args.device, bf16=args.bf16 or "auto").run(
         resume=args.resume, stop_after=args.stop_after)
     if rec["finished"]:
         say(f"wrote {Path(args.out) / 'pretrain.json'} and the encoder folder {rec['encoder_dir']}")

@@ -25,8 +25,10 @@ from ..models import FeatureCache, MLPHead, config_summary, load_encoder
 from ..models.heads import AbsInput
 from ..models.encoder import SentenceEncoder
 from ..models.features import extract_features
+from ..models.precision import autocast, resolve_bf16
 from ..rng import SecretGenerator
 from ..training import TrainConfig, fit, targets_from_labels
+from ..training.batching import pad
 
 SCHEMES = ("none", "texthide", "dp")
 MODES = ("frozen", "joint")
@@ -51,7 +53,7 @@ class RunSpec:
     dev_limit: int | None = None
     data_dir: str | None = None
     cache_dir: str | None = None
-    bf16: bool = False
+    bf16: bool | str = "auto"  # auto: where the device runs bf16 natively; resolved to a bool here
     device: str = "cpu"
     encode_batch_size: int = 64
     encoder_lr: float = 2e-5
@@ -62,6 +64,7 @@ class RunSpec:
         require_choice("scheme", self.scheme, SCHEMES)
         require_choice("mode", self.mode, MODES)
         object.__setattr__(self, "m", parse_m(self.m))
+        object.__setattr__(self, "bf16", resolve_bf16(self.bf16, self.device))
         check_k(self.k)
         if self.scheme == "none" and (self.m != 0 or self.k != 1 or self.inter):
             raise PrivnluError("scheme 'none' takes no m, k or --inter; use --scheme texthide")
@@ -238,13 +241,16 @@ def train_run(
 def _fit_joint(spec: RunSpec, prep: Prepared, eval_labels, hider, rng: SecretGenerator, common: dict):
     """Joint fine-tuning: the encoder runs inside the training step, with gradients."""
     enc = prep.encoder
-    tok = enc.tokenize(prep.train.texts_a, prep.train.texts_b, max_length=spec.max_length, padding="max_length")
+    tok = enc.tokenizer(prep.train.texts_a, prep.train.texts_b, truncation=True, max_length=spec.max_length)
+    ids = [torch.tensor(x) for x in tok["input_ids"]]
+    types = [torch.tensor(x) for x in tok["token_type_ids"]] if "token_type_ids" in tok else None
+    pad_id = enc.tokenizer.pad_token_id or 0
 
     def represent(idx: torch.Tensor) -> torch.Tensor:
-        batch = {k: v[idx] for k, v in tok.items()}
-        width = int(batch["attention_mask"].sum(1).max())
-        batch = {k: v[:, :width].to(spec.device) for k, v in batch.items()}
-        return enc(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"))
+        """The current encoder on the batch, padded to its longest example."""
+        input_ids, mask = pad([ids[i] for i in idx.tolist()], pad_id)
+        tt = pad([types[i] for i in idx.tolist()])[0].to(spec.device) if types is not None else None
+        return enc(input_ids.to(spec.device), mask.to(spec.device), tt)
 
     def eval_sets():
         kw = dict(max_length=spec.max_length, batch_size=spec.encode_batch_size, bf16=spec.bf16, progress=False)
@@ -258,10 +264,12 @@ def _fit_joint(spec: RunSpec, prep: Prepared, eval_labels, hider, rng: SecretGen
         idx = rng.randint(len(texts), b).tolist()
         t = enc.tokenize([texts[i] for i in idx], max_length=spec.max_length)
         t = {k: v.to(spec.device) for k, v in t.items()}
-        return enc(t["input_ids"], t["attention_mask"], t.get("token_type_ids"))
+        with autocast(spec.device, spec.bf16):
+            return enc(t["input_ids"], t["attention_mask"], t.get("token_type_ids")).float()
 
     return fit(represent=represent, eval_sets=eval_sets, public=encode_public if spec.inter else None, extra_params=list(enc.parameters()),
-               extra_modules={"encoder": enc}, extra_lr=spec.encoder_lr, **common)
+               extra_modules={"encoder": enc}, extra_lr=spec.encoder_lr, lengths=[len(x) for x in ids], bf16=spec.bf16,
+               **common)
 
 
 def with_scheme(spec: RunSpec, *, m: float, k: int, inter: bool = False, dp: DPSettings | None = None) -> RunSpec:
