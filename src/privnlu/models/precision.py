@@ -19,12 +19,13 @@ from ..errors import require_choice
 
 BF16_MODES = ("auto", "on", "off")
 NATIVE_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+CPUINFO = "/proc/cpuinfo"
 
 
-def cpu_flags(path: str | Path = "/proc/cpuinfo") -> frozenset[str]:
+def cpu_flags(path: str | Path | None = None) -> frozenset[str]:
     """The CPU feature flags of /proc/cpuinfo (empty where there is none)."""
     try:
-        for line in Path(path).read_text().splitlines():
+        for line in Path(path or CPUINFO).read_text().splitlines():
             if line.startswith("flags"):
                 return frozenset(line.split(":", 1)[1].split())
     except OSError:
