@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import math
+import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -175,7 +176,14 @@ def train_run(
 
     With ``run_dir``, a per-epoch checkpoint and the mask pool (key material,
     mode 0600) are kept there so that ``resume=True`` continues an interrupted run.
+    With ``out`` but no ``run_dir`` (the recipes), they go to a hidden folder beside
+    ``out`` that the next call resumes from and that is deleted once ``out`` is written:
+    an interrupted recipe loses at most the epoch it was in.
     """
+    scratch = out is not None and run_dir is None
+    if scratch:
+        assert out is not None
+        run_dir, resume = out.parent / f".{out.stem}.ckpt", True
     t0 = time.time()
     task, cfg = prep.task, spec.train
     rng = SecretGenerator(cfg.seed, warn=False)
@@ -235,6 +243,8 @@ def train_run(
     }
     if out is not None:
         write_json_atomic(out, record)
+    if scratch and run_dir is not None:
+        shutil.rmtree(run_dir, ignore_errors=True)
     return record
 
 

@@ -149,7 +149,7 @@ def fit(
     state = TrainState()
     shuffle = torch.Generator().manual_seed(config.seed if config.seed is not None else int(time.time_ns() % 2**62))
     if checkpoint is not None and resume and checkpoint.exists():
-        state = _restore(checkpoint, modules, optimizer, scheduler, shuffle, config)
+        state = _restore(checkpoint, modules, optimizer, scheduler, shuffle, config, hider)
     device = next(head.parameters()).device
 
     for epoch in range(state.epoch, config.epochs):
@@ -181,12 +181,18 @@ def fit(
         state.history.append({"epoch": epoch + 1, "train_loss": loss_sum / max(seen, 1), "seconds": time.time() - t0, "eval": metrics})
         state.epoch = epoch + 1
         if checkpoint is not None:
-            _save(checkpoint, modules, optimizer, scheduler, shuffle, state, config)
+            _save(checkpoint, modules, optimizer, scheduler, shuffle, state, config, hider)
     return state
 
 
-def _save(path: Path, modules, optimizer, scheduler, shuffle, state: TrainState, config: TrainConfig) -> None:
+def _save(path: Path, modules, optimizer, scheduler, shuffle, state: TrainState, config: TrainConfig,
+          hider: TextHide | None) -> None:
+    """Everything needed to continue after this epoch. A seeded run also keeps its secret stream's position and
+    PyTorch's RNG (dropout), so that it resumes exactly; an unseeded run has no secret state to save."""
+    seeded = config.seed is not None
     torch_save_atomic(path, {
+        "secret_stream": hider.rng.experiment_state() if hider is not None else None,
+        "torch_rng": torch.get_rng_state() if seeded else None,
         "modules": {k: m.state_dict() for k, m in modules.items()},
         "optimizer": optimizer.state_dict(),
         "scheduler": scheduler.state_dict(),
@@ -197,7 +203,7 @@ def _save(path: Path, modules, optimizer, scheduler, shuffle, state: TrainState,
     })
 
 
-def _restore(path: Path, modules, optimizer, scheduler, shuffle, config: TrainConfig) -> TrainState:
+def _restore(path: Path, modules, optimizer, scheduler, shuffle, config: TrainConfig, hider: TextHide | None) -> TrainState:
     try:
         blob = torch.load(path, map_location="cpu", weights_only=False)
     except Exception:
@@ -209,4 +215,8 @@ def _restore(path: Path, modules, optimizer, scheduler, shuffle, config: TrainCo
     optimizer.load_state_dict(blob["optimizer"])
     scheduler.load_state_dict(blob["scheduler"])
     shuffle.set_state(blob["shuffle"])
+    if hider is not None:
+        hider.rng.restore_experiment_state(blob.get("secret_stream"))
+    if config.seed is not None and blob.get("torch_rng") is not None:
+        torch.set_rng_state(blob["torch_rng"])
     return TrainState(epoch=int(blob["epoch"]), history=list(blob["history"]))
