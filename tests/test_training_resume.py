@@ -71,3 +71,30 @@ def test_recipe_runs_resume_and_clean_up(tiny_model, toy_glue, monkeypatch):
     monkeypatch.setattr(trainer, "_save", real_save)
     rec = train_run(spec, prep, out=out, progress=False)
     assert out.exists() and not scratch.exists() and len(rec["history"]) == 2
+
+
+def test_dchi_finetune_resumes_on_the_same_privatized_data(tiny_model, toy_glue, tmp_path):
+    from privnlu.training import private_finetune as pf
+
+    prep = pf.prepare("sst2", model=tiny_model, data_dir=str(toy_glue), max_length=16)
+    config = pf.FinetuneConfig(mode="text", eta=50.0, epochs=3, batch_size=8, seed=0, bf16="off")
+    payload_file = tmp_path / ".payload.pt"
+    payloads = pf.load_or_privatize(prep, "text", 50.0, SecretGenerator(0, warn=False), payload_file)
+    assert payload_file.stat().st_mode & 0o077 == 0  # written 0600
+    again = pf.load_or_privatize(prep, "text", 50.0, SecretGenerator(1, warn=False), payload_file)
+    assert all(torch.equal(a, b) for a, b in zip(payloads[0], again[0]))  # read back, never privatized twice
+    full = pf.finetune(prep, config, payloads=payloads).record["history"]
+
+    def die_in_epoch_2(msg: str) -> None:
+        if "epoch 2" in msg:
+            raise Interrupt
+
+    ckpt = tmp_path / "ckpt.pt"
+    with pytest.raises(Interrupt):
+        pf.finetune(prep, config, payloads=payloads, log=die_in_epoch_2, checkpoint=ckpt)
+    resumed = pf.finetune(prep, config, payloads=payloads, checkpoint=ckpt).record["history"]
+    strip = lambda h: [{k: v for k, v in e.items() if k != "seconds"} for e in h]
+    assert strip(resumed) == strip(full)
+    other = pf.FinetuneConfig(mode="text", eta=50.0, epochs=3, batch_size=4, seed=0, bf16="off")
+    with pytest.raises(Exception, match="other settings"):
+        pf.finetune(prep, other, payloads=payloads, checkpoint=ckpt)

@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="The user privatizes train and dev examples once (d_chi, eta); the provider "
                                    "fine-tunes on privatized input only, never updating the user-side parts. "
                                    "Writes one results JSON per (encoder, mode, eta) into --out; runs whose JSON "
-                                   "already exists are skipped, so an interrupted sweep continues.")
+                                   "already exists are skipped, and an interrupted run continues from its last "
+                                   "epoch on the same privatized data (kept in --out until its runs finish).")
     f.add_argument("--task", required=True, help="e.g. sst2, mrpc")
     f.add_argument("--modes", type=name_list(pf.MODES), default=list(pf.MODES), help="comma list (default: all four)")
     f.add_argument("--encoders", type=name_list(pf.ENCODERS), default=["transformer"],
@@ -115,13 +116,18 @@ def run_finetune(args: argparse.Namespace) -> int:
                       sequence_features=any(c.mode == "sequence" for c, _ in todo), device=args.device)
     rng = SecretGenerator(args.seed, warn=False)
     shared: dict[tuple[str, float | None], pf.Payloads] = {}  # one privatized copy per (mode, eta) for all encoders
-    for config, path in todo:
+    for i, (config, path) in enumerate(todo):
         key = (config.mode, config.eta)
+        payload_file = out / f".payload_{args.task}{'_' + args.tag if args.tag else ''}_{config.mode}_eta{config.eta}.pt"
         if key not in shared:
-            shared = {key: pf.privatize(prep, config.mode, config.eta, rng)}
-        rec = pf.finetune(prep, config, payloads=shared[key], log=say).record
+            shared = {key: pf.load_or_privatize(prep, config.mode, config.eta, rng, payload_file)}
+        ckpt = path.with_name(f".{path.stem}.ckpt.pt")
+        rec = pf.finetune(prep, config, payloads=shared[key], log=say, checkpoint=ckpt).record
         rec["tag"] = args.tag
         write_json_atomic(path, rec)
+        ckpt.unlink(missing_ok=True)
+        if all((c.mode, c.eta) != key for c, _ in todo[i + 1 :]):
+            payload_file.unlink(missing_ok=True)
         say(f"{path.name}: dev score {rec['score']:.2f} ({rec['seconds']:.0f} s)")
     return 0
 
