@@ -61,7 +61,9 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
 def add_model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("encoder")
     g.add_argument("--model", help="a local Hugging Face model folder (default: packaged all-MiniLM-L6-v2)")
-    g.add_argument("--pooling", default="cls", choices=["cls", "pooler", "mean"], help="sentence representation (default: cls)")
+    g.add_argument("--pooling", default="auto", choices=["auto", "cls", "pooler", "mean"],
+                   help="sentence representation (default: auto, the model's own: mean for the packaged MiniLM, "
+                        "else cls)")
     g.add_argument("--max-length", type=positive_int, default=128, help="max tokens per example (default: 128)")
     g.add_argument("--encode-batch-size", type=positive_int, default=64)
     add_bf16_arg(g)

@@ -24,7 +24,7 @@ from ..mechanisms.dp import DPSettings, DPTextHide
 from ..mechanisms.texthide import MaskPool, TextHide, check_k, m_label, parse_m
 from ..models import FeatureCache, MLPHead, config_summary, load_encoder
 from ..models.heads import AbsInput
-from ..models.encoder import SentenceEncoder
+from ..models.encoder import SentenceEncoder, resolve_pooling
 from ..models.features import extract_features
 from ..models.precision import autocast, resolve_bf16
 from ..rng import SecretGenerator
@@ -41,7 +41,7 @@ class RunSpec:
 
     task: str
     model: str | None = None
-    pooling: str = "cls"
+    pooling: str = "auto"  # resolved here to the model's own (models.encoder.default_pooling)
     scheme: str = "none"
     m: float = 0
     k: int = 1
@@ -66,6 +66,7 @@ class RunSpec:
         require_choice("mode", self.mode, MODES)
         object.__setattr__(self, "m", parse_m(self.m))
         object.__setattr__(self, "bf16", resolve_bf16(self.bf16, self.device))
+        object.__setattr__(self, "pooling", resolve_pooling(self.model, self.pooling))
         check_k(self.k)
         if self.scheme == "none" and (self.m != 0 or self.k != 1 or self.inter):
             raise PrivnluError("scheme 'none' takes no m, k or --inter; use --scheme texthide")
