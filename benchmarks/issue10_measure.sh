@@ -11,7 +11,7 @@ step "fine-tuning throughput: bucketed vs max-length padding, fp32 and bf16"
 $PY benchmarks/bench_finetune.py --task sst2 --batch-size 32 --max-length 64 --steps 12 --rounds 2
 
 step "TextHide encoding vs the copy bound"
-(cd benchmarks && $PY bench_texthide.py --rounds 30)
+$PY benchmarks/bench_texthide.py --rounds 30
 
 step "bf16 accuracy cost, frozen features (mean pooling): compare with the fp32 rows of pooling_frozen.json"
 cp runs/bench/pooling_frozen.json runs/bench/pooling_frozen_fp32.json
@@ -27,3 +27,6 @@ for seed in 0 1; do
   done
 done
 step "done"
+
+step "bf16 vs fp32 features (reads the caches written above)"
+$PY benchmarks/bf16_feature_drift.py --tasks sst2:10000,mrpc --pooling mean
