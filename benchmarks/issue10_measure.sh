@@ -13,11 +13,11 @@ $PY benchmarks/bench_finetune.py --task sst2 --batch-size 32 --max-length 64 --s
 step "TextHide encoding vs the copy bound"
 $PY benchmarks/bench_texthide.py --rounds 30
 
-step "bf16 accuracy cost, frozen features (mean pooling): compare with the fp32 rows of pooling_frozen.json"
-cp runs/bench/pooling_frozen.json runs/bench/pooling_frozen_fp32.json
+step "frozen pooling, cls vs mean (fp32): runs/bench/pooling_frozen.json"
+$PY benchmarks/pooling_frozen.py --tasks sst2:10000,mrpc
+
+step "bf16 accuracy cost, frozen features (mean pooling): runs/bench/pooling_frozen_bf16.json"
 $PY benchmarks/pooling_frozen.py --tasks sst2:10000,mrpc --poolings mean --bf16 on
-mv runs/bench/pooling_frozen.json runs/bench/pooling_frozen_bf16.json
-mv runs/bench/pooling_frozen_fp32.json runs/bench/pooling_frozen.json
 
 step "bf16 accuracy cost, joint fine-tuning (SST-2, 2,000 train examples, 1 epoch)"
 for seed in 0 1; do
