@@ -15,6 +15,7 @@ $PY benchmarks/bench_texthide.py --rounds 30
 
 step "frozen pooling, cls vs mean (fp32): runs/bench/pooling_frozen.json"
 $PY benchmarks/pooling_frozen.py --tasks sst2:10000,mrpc
+$PY benchmarks/pooling_frozen.py --tasks stsb --name pooling_frozen_stsb
 
 step "bf16 accuracy cost, frozen features (mean pooling): runs/bench/pooling_frozen_bf16.json"
 $PY benchmarks/pooling_frozen.py --tasks sst2:10000,mrpc --poolings mean --bf16 on
