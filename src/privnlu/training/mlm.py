@@ -43,10 +43,10 @@ from ..data import load_public_corpus
 from ..errors import PrivnluError, require_at_least_one, require_choice, require_learning_rate
 from ..io import torch_save_atomic, write_json_atomic
 from ..mechanisms.dchi import TokenSpace, check_eta, m_rep, m_txt, privatized_positions
-from ..rng import SecretGenerator, derive_seed, seeded_torch
-from .losses import soft_cross_entropy
 from ..models.precision import autocast, resolve_bf16
+from ..rng import SecretGenerator, derive_seed, seeded_torch
 from .batching import bucket_batches, count_batches, pad
+from .losses import soft_cross_entropy
 from .trainer import linear_warmup
 
 OBJECTIVES = ("vanilla", "probability", "denoising")
