@@ -41,6 +41,8 @@ class SecretGenerator:
     def __init__(self, seed: int | None = None, *, warn: bool = True) -> None:
         self.seeded = seed is not None
         self._np = np.random.Generator(np.random.PCG64(seed)) if seed is not None else None
+        self._buffer: np.ndarray | None = None  # words read ahead by `batched`, used in order, never twice
+        self._pos = 0
         if self.seeded and warn:
             warnings.warn(SEED_WARNING, UserWarning, stacklevel=2)
 
@@ -60,10 +62,39 @@ class SecretGenerator:
 
     # -- raw words -------------------------------------------------------
     def words(self, n: int) -> np.ndarray:
-        """``n`` uniform 64-bit unsigned integers."""
+        """``n`` uniform 64-bit unsigned integers (first from a :meth:`batched` read-ahead, if one is open)."""
+        buf = self._buffer
+        if buf is None or self._pos >= len(buf):
+            return self._fresh(n)
+        take = buf[self._pos : self._pos + n].copy()
+        buf[self._pos : self._pos + len(take)] = 0  # a used word is wiped at once
+        self._pos += len(take)
+        return take if len(take) == n else np.concatenate([take, self._fresh(n - len(take))])
+
+    def _fresh(self, n: int) -> np.ndarray:
         if self._np is not None:
             return self._np.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
         return np.frombuffer(os.urandom(8 * n), dtype=np.uint64).copy()
+
+    @contextlib.contextmanager
+    def batched(self, n: int) -> Iterator["SecretGenerator"]:
+        """Read ``n`` words from the OS CSPRNG in one call now; draws inside the block consume them in order
+        (then read fresh ones if more are needed). The words left over are wiped at the end and never used.
+
+        Every draw is still a distinct CSPRNG word, so the distribution of each draw is unchanged; only the number
+        of ``os.urandom`` calls drops (one per TextHide batch instead of one per permutation, coefficient matrix and
+        mask choice). A seeded generator does not read ahead, so a seeded experiment draws exactly what it drew
+        before. A block opened inside another one shares the outer block's words.
+        """
+        if self._np is not None or self._buffer is not None or n <= 0:
+            yield self
+            return
+        self._buffer, self._pos = self._fresh(n), 0
+        try:
+            yield self
+        finally:
+            self._buffer.fill(0)
+            self._buffer, self._pos = None, 0
 
     # -- derived draws ---------------------------------------------------
     def uniform(self, shape: tuple[int, ...] | int, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:

@@ -61,13 +61,22 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
 def add_model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("encoder")
     g.add_argument("--model", help="a local Hugging Face model folder (default: packaged all-MiniLM-L6-v2)")
-    g.add_argument("--pooling", default="cls", choices=["cls", "pooler", "mean"], help="sentence representation (default: cls)")
+    g.add_argument("--pooling", default="auto", choices=["auto", "cls", "pooler", "mean"],
+                   help="sentence representation (default: auto, the model's own: mean for the packaged MiniLM, "
+                        "else cls)")
     g.add_argument("--max-length", type=positive_int, default=128, help="max tokens per example (default: 128)")
     g.add_argument("--encode-batch-size", type=positive_int, default=64)
-    g.add_argument("--bf16", action="store_true", help="encode under bfloat16 autocast (faster on AMX CPUs and GPUs)")
+    add_bf16_arg(g)
     g.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     g.add_argument("--cache-dir", help="feature cache folder (default: $PRIVNLU_CACHE or ~/.cache/privnlu)")
     g.add_argument("--refresh-cache", action="store_true", help="recompute cached features")
+
+
+def add_bf16_arg(p) -> None:
+    """``--bf16 [auto|on|off]``: bfloat16 autocast of the encoder; ``--bf16`` alone means ``on`` (the old flag)."""
+    p.add_argument("--bf16", nargs="?", const="on", default=None, choices=["auto", "on", "off"],
+                   help="bfloat16 autocast for the encoder in training and encoding: auto (default: on where the "
+                        "CPU (AVX-512 BF16, AMX) or GPU runs bf16 natively), on, or off; --bf16 alone means on")
 
 
 def add_texthide_args(p: argparse.ArgumentParser, *, grid: bool = False) -> None:
@@ -166,7 +175,7 @@ def run_spec(args: argparse.Namespace, **override) -> RunSpec:
         task=args.task, model=args.model, pooling=args.pooling, scheme=scheme, m=m, k=k,
         inter=override.pop("inter", args.inter), public=args.public, public_size=args.public_size, mode=args.mode,
         max_length=args.max_length, train_limit=args.train_limit, dev_limit=args.dev_limit, data_dir=args.data_dir,
-        cache_dir=args.cache_dir, bf16=args.bf16, device=args.device, encode_batch_size=args.encode_batch_size,
+        cache_dir=args.cache_dir, bf16=args.bf16 or "auto", device=args.device, encode_batch_size=args.encode_batch_size,
         encoder_lr=args.encoder_lr, train=train_config(args), **override,
     )
 

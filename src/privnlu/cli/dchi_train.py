@@ -10,7 +10,7 @@ from ..errors import PrivnluError
 from ..io import json_text, write_json_atomic
 from ..rng import SecretGenerator
 from ..training import mlm, private_finetune as pf
-from .common import positive_int, say, warn_seed
+from .common import add_bf16_arg, positive_int, say, warn_seed
 from .dchi import eta_list
 
 
@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="The user privatizes train and dev examples once (d_chi, eta); the provider "
                                    "fine-tunes on privatized input only, never updating the user-side parts. "
                                    "Writes one results JSON per (encoder, mode, eta) into --out; runs whose JSON "
-                                   "already exists are skipped, so an interrupted sweep continues.")
+                                   "already exists are skipped, and an interrupted run continues from its last "
+                                   "epoch on the same privatized data (kept in --out until its runs finish).")
     f.add_argument("--task", required=True, help="e.g. sst2, mrpc")
     f.add_argument("--modes", type=name_list(pf.MODES), default=list(pf.MODES), help="comma list (default: all four)")
     f.add_argument("--encoders", type=name_list(pf.ENCODERS), default=["transformer"],
@@ -54,6 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes the noise, data order, initialisation and dropout reproducible")
     f.add_argument("--force", action="store_true",
                    help="recompute runs whose results exist (a result computed with other settings is refused without it)")
+    add_bf16_arg(f)
     f.set_defaults(func=run_finetune)
 
     p = sub.add_parser("dchi-pretrain", help="privacy-adaptive MLM pretraining (vanilla / probability / denoising)",
@@ -84,6 +86,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="a local Hugging Face model folder (default: packaged MiniLM)")
     p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu); privatization always runs on the CPU")
     p.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes noise, masks and order reproducible")
+    add_bf16_arg(p)
     p.set_defaults(func=run_pretrain)
 
 
@@ -98,7 +101,8 @@ def run_finetune(args: argparse.Namespace) -> int:
                 epochs = {"sequence": args.sequence_epochs}.get(mode) or (args.lstm_epochs if encoder == "bilstm" else None) or args.epochs
                 configs.append(pf.FinetuneConfig(mode=mode, encoder=encoder, eta=eta, epochs=epochs,
                                                  batch_size=args.batch_size, lr=args.lr, lstm_lr=args.lstm_lr,
-                                                 head_lr=args.head_lr, lstm_hidden=args.lstm_hidden, seed=args.seed))
+                                                 head_lr=args.head_lr, lstm_hidden=args.lstm_hidden, seed=args.seed,
+                                                 bf16=args.bf16 or "auto"))
     if not configs:
         raise PrivnluError("nothing to run: the chosen modes and encoders have no valid combination")
     if skipped:
@@ -115,14 +119,19 @@ def run_finetune(args: argparse.Namespace) -> int:
                       sequence_features=any(c.mode == "sequence" for c, _ in todo), device=args.device)
     rng = SecretGenerator(args.seed, warn=False)
     shared: dict[tuple[str, float | None], pf.Payloads] = {}  # one privatized copy per (mode, eta) for all encoders
-    for config, path in todo:
+    for i, (config, path) in enumerate(todo):
         key = (config.mode, config.eta)
+        payload_file = out / f".payload_{args.task}{'_' + args.tag if args.tag else ''}_{config.mode}_eta{config.eta}.pt"
         if key not in shared:
-            shared = {key: pf.privatize(prep, config.mode, config.eta, rng)}
-        rec = pf.finetune(prep, config, payloads=shared[key], log=say).record
+            shared = {key: pf.load_or_privatize(prep, config.mode, config.eta, rng, payload_file)}
+        ckpt = path.with_name(f".{path.stem}.ckpt.pt")
+        rec = pf.finetune(prep, config, payloads=shared[key], log=say, checkpoint=ckpt).record
         rec["tag"] = args.tag
         rec["settings"] = _settings(args, config)
         write_json_atomic(path, rec)
+        ckpt.unlink(missing_ok=True)
+        if all((c.mode, c.eta) != key for c, _ in todo[i + 1 :]):
+            payload_file.unlink(missing_ok=True)
         say(f"{path.name}: dev score {rec['score']:.2f} ({rec['seconds']:.0f} s)")
     return 0
 
@@ -172,7 +181,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
         raise PrivnluError(f"--init-head {args.init_head}: no such file")
     warn_seed(args)
     rec = mlm.Pretrainer(config, args.out, model=args.model, init_head=args.init_head, log=say,
-                          device=args.device).run(
+                          device=args.device, bf16=args.bf16 or "auto").run(
         resume=args.resume, stop_after=args.stop_after)
     if rec["finished"]:
         say(f"wrote {Path(args.out) / 'pretrain.json'} and the encoder folder {rec['encoder_dir']}")

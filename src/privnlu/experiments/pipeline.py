@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import math
+import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -23,10 +24,12 @@ from ..mechanisms.dp import DPSettings, DPTextHide
 from ..mechanisms.texthide import MaskPool, TextHide, check_k, m_label, parse_m
 from ..models import FeatureCache, MLPHead, config_summary, load_encoder
 from ..models.heads import AbsInput
-from ..models.encoder import SentenceEncoder
+from ..models.encoder import SentenceEncoder, resolve_pooling
 from ..models.features import extract_features
+from ..models.precision import autocast, resolve_bf16
 from ..rng import SecretGenerator
 from ..training import TrainConfig, fit, targets_from_labels
+from ..training.batching import pad
 
 SCHEMES = ("none", "texthide", "dp")
 MODES = ("frozen", "joint")
@@ -38,7 +41,7 @@ class RunSpec:
 
     task: str
     model: str | None = None
-    pooling: str = "cls"
+    pooling: str = "auto"  # resolved here to the model's own (models.encoder.default_pooling)
     scheme: str = "none"
     m: float = 0
     k: int = 1
@@ -51,7 +54,7 @@ class RunSpec:
     dev_limit: int | None = None
     data_dir: str | None = None
     cache_dir: str | None = None
-    bf16: bool = False
+    bf16: bool | str = "auto"  # auto: where the device runs bf16 natively; resolved to a bool here
     device: str = "cpu"
     encode_batch_size: int = 64
     encoder_lr: float = 2e-5
@@ -62,6 +65,8 @@ class RunSpec:
         require_choice("scheme", self.scheme, SCHEMES)
         require_choice("mode", self.mode, MODES)
         object.__setattr__(self, "m", parse_m(self.m))
+        object.__setattr__(self, "bf16", resolve_bf16(self.bf16, self.device))
+        object.__setattr__(self, "pooling", resolve_pooling(self.model, self.pooling))
         check_k(self.k)
         if self.scheme == "none" and (self.m != 0 or self.k != 1 or self.inter):
             raise PrivnluError("scheme 'none' takes no m, k or --inter; use --scheme texthide")
@@ -172,7 +177,14 @@ def train_run(
 
     With ``run_dir``, a per-epoch checkpoint and the mask pool (key material,
     mode 0600) are kept there so that ``resume=True`` continues an interrupted run.
+    With ``out`` but no ``run_dir`` (the recipes), they go to a hidden folder beside
+    ``out`` that the next call resumes from and that is deleted once ``out`` is written:
+    an interrupted recipe loses at most the epoch it was in.
     """
+    scratch = out is not None and run_dir is None
+    if scratch:
+        assert out is not None
+        run_dir, resume = out.parent / f".{out.stem}.ckpt", True
     t0 = time.time()
     task, cfg = prep.task, spec.train
     rng = SecretGenerator(cfg.seed, warn=False)
@@ -232,19 +244,24 @@ def train_run(
     }
     if out is not None:
         write_json_atomic(out, record)
+    if scratch and run_dir is not None:
+        shutil.rmtree(run_dir, ignore_errors=True)
     return record
 
 
 def _fit_joint(spec: RunSpec, prep: Prepared, eval_labels, hider, rng: SecretGenerator, common: dict):
     """Joint fine-tuning: the encoder runs inside the training step, with gradients."""
     enc = prep.encoder
-    tok = enc.tokenize(prep.train.texts_a, prep.train.texts_b, max_length=spec.max_length, padding="max_length")
+    tok = enc.tokenizer(prep.train.texts_a, prep.train.texts_b, truncation=True, max_length=spec.max_length)
+    ids = [torch.tensor(x) for x in tok["input_ids"]]
+    types = [torch.tensor(x) for x in tok["token_type_ids"]] if "token_type_ids" in tok else None
+    pad_id = enc.tokenizer.pad_token_id or 0
 
     def represent(idx: torch.Tensor) -> torch.Tensor:
-        batch = {k: v[idx] for k, v in tok.items()}
-        width = int(batch["attention_mask"].sum(1).max())
-        batch = {k: v[:, :width].to(spec.device) for k, v in batch.items()}
-        return enc(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"))
+        """The current encoder on the batch, padded to its longest example."""
+        input_ids, mask = pad([ids[i] for i in idx.tolist()], pad_id)
+        tt = pad([types[i] for i in idx.tolist()])[0].to(spec.device) if types is not None else None
+        return enc(input_ids.to(spec.device), mask.to(spec.device), tt)
 
     def eval_sets():
         kw = dict(max_length=spec.max_length, batch_size=spec.encode_batch_size, bf16=spec.bf16, progress=False)
@@ -258,10 +275,12 @@ def _fit_joint(spec: RunSpec, prep: Prepared, eval_labels, hider, rng: SecretGen
         idx = rng.randint(len(texts), b).tolist()
         t = enc.tokenize([texts[i] for i in idx], max_length=spec.max_length)
         t = {k: v.to(spec.device) for k, v in t.items()}
-        return enc(t["input_ids"], t["attention_mask"], t.get("token_type_ids"))
+        with autocast(spec.device, spec.bf16):
+            return enc(t["input_ids"], t["attention_mask"], t.get("token_type_ids")).float()
 
     return fit(represent=represent, eval_sets=eval_sets, public=encode_public if spec.inter else None, extra_params=list(enc.parameters()),
-               extra_modules={"encoder": enc}, extra_lr=spec.encoder_lr, **common)
+               extra_modules={"encoder": enc}, extra_lr=spec.encoder_lr, lengths=[len(x) for x in ids], bf16=spec.bf16,
+               **common)
 
 
 def with_scheme(spec: RunSpec, *, m: float, k: int, inter: bool = False, dp: DPSettings | None = None) -> RunSpec:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
 from ..errors import PrivnluError
 from ..io import write_secret
@@ -163,6 +164,13 @@ def mix(rows: list[torch.Tensor], coeffs: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def gather_mix(table: torch.Tensor, index: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """``out[i] = sum_j weights[i, j] * table[index[i, j]]`` in one fused gather-and-sum (``embedding_bag``):
+    each input row is read once and the output written once, with no gathered copies; differentiable in ``table``
+    (joint fine-tuning) and in the same summation order as :func:`mix`."""
+    return F.embedding_bag(index.to(table.device), table, per_sample_weights=weights.to(table.dtype), mode="sum")
+
+
 class TextHide:
     """(m, k)-TextHide, intra- or inter-dataset.
 
@@ -218,27 +226,41 @@ class TextHide:
         if x.shape[1] != self.dim:
             raise PrivnluError(f"representations have width {x.shape[1]}, expected {self.dim}")
         k, kp = self.k, self.n_private
-        perms = [torch.arange(b)] + [self.rng.permutation(b) for _ in range(kp - 1)]
-        rows = [x] + [x.index_select(0, p.to(x.device)) for p in perms[1:]]  # pi_1 = identity: no gather
+        perms, pub_idx, coeffs, masks, mask_ids = self._draw_key(b, len(public) if public is not None and self.inter else None)
         partners = torch.stack(perms, dim=1)
         public_flags = torch.zeros(b, k, dtype=torch.bool)
-        if self.inter:
+        coeffs_x = coeffs.to(x.device)
+        mixed = gather_mix(x, partners, coeffs_x[:, :kp])
+        if pub_idx is not None:
             assert public is not None
-            pub_idx = self.rng.randint(len(public), (b, k - kp))
-            pub = public.to(device=x.device, dtype=x.dtype)
-            rows += [pub[pub_idx[:, j].to(x.device)] for j in range(k - kp)]
+            mixed.add_(gather_mix(public.to(device=x.device, dtype=x.dtype), pub_idx, coeffs_x[:, kp:]))
             partners = torch.cat([partners, pub_idx], dim=1)
             public_flags[:, kp:] = True
-        coeffs = mixing_coefficients(b, k, self.rng).to(x.device)
-        mixed = mix(rows, coeffs)
         # labels: private components only, renormalised (identical to the plain mix when intra)
         priv = coeffs[:, :kp]
         priv = priv / priv.sum(dim=1, keepdim=True)
         y_mixed = mix([y[p.to(y.device)] for p in perms], priv.to(y.device))
-        masks, mask_ids = self.pool.draw(b, self.rng)
         if masks is not None:
             mixed.mul_(masks.to(device=x.device, dtype=x.dtype))
         return HiddenBatch(mixed, y_mixed, partners, coeffs, public_flags, mask_ids)
+
+    def _key_words(self, b: int) -> int:
+        """How many 64-bit CSPRNG words one :meth:`hide` call on ``b`` examples draws (see :mod:`privnlu.rng`)."""
+        k, kp = self.k, self.n_private
+        masks = {0: 0, INF: -(-b * self.dim // 64)}.get(self.m, b)
+        return (kp - 1) * b + (k - kp) * b + (b * k if k > 1 else 0) + masks
+
+    def _draw_key(self, b: int, n_public: int | None):
+        """The one-time key of a batch, drawn in one read of the secret generator, in Algorithm 1's order:
+        permutations pi_2..pi_kp, public partners (inter: ``n_public`` rows to choose from), coefficients lambda,
+        mask choices."""
+        kp = self.n_private
+        with self.rng.batched(self._key_words(b)):
+            perms = [torch.arange(b)] + [self.rng.permutation(b) for _ in range(kp - 1)]  # pi_1 = identity
+            pub_idx = self.rng.randint(n_public, (b, self.k - kp)) if n_public is not None else None
+            coeffs = mixing_coefficients(b, self.k, self.rng)
+            masks, mask_ids = self.pool.draw(b, self.rng)
+        return perms, pub_idx, coeffs, masks, mask_ids
 
     def mask_only(self, x: torch.Tensor) -> torch.Tensor:
         """Mask each row with a pool mask and no mixing (the reference code's dev-set encoding)."""

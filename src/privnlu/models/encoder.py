@@ -6,6 +6,11 @@ The sentence representation ``h(x)`` is one of
 * ``pooler``: BERT's pooler output, ``tanh(W h_[CLS] + b)``, what the TextHide
   reference code used;
 * ``mean``: the mean of the final hidden states over non-padding tokens.
+
+``auto`` (the default) picks the model's own: the pooling of a sentence-transformers folder's
+``modules.json`` / ``1_Pooling/config.json`` when it has one (mean for the packaged all-MiniLM-L6-v2,
+which was trained for it), else ``cls``. For the packaged model this is also the measured better choice:
+a frozen head on mean-pooled features beats ``cls`` on SST-2 and MRPC (docs/decisions.md, issue 10).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from torch import nn
 from ..errors import PrivnluError, require_choice
 
 POOLINGS = ("cls", "pooler", "mean")
+POOLING_CHOICES = ("auto", *POOLINGS)
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
@@ -43,6 +49,32 @@ def model_fingerprint(path: Path) -> str:
                 for chunk in iter(lambda: fh.read(1 << 22), b""):
                     h.update(chunk)
     return h.hexdigest()
+
+
+def default_pooling(path: Path) -> str:
+    """The pooling a model folder was trained for: its sentence-transformers Pooling module (mean or cls), else cls."""
+    try:
+        modules = json.loads((path / "modules.json").read_text())
+        folder = next(m["path"] for m in modules if m.get("type", "").endswith("Pooling"))
+        cfg = json.loads((path / folder / "config.json").read_text())
+    except (OSError, ValueError, StopIteration, KeyError, TypeError, AttributeError):
+        return "cls"
+    if cfg.get("pooling_mode_mean_tokens"):
+        return "mean"
+    return "cls"
+
+
+def resolve_pooling(model: str | Path | None, pooling: str) -> str:
+    """``pooling`` with ``auto`` replaced by the model's own (left as ``auto`` if the model cannot be found yet:
+    :func:`load_encoder` then reports the missing model)."""
+    require_choice("pooling", pooling, POOLING_CHOICES)
+    if pooling != "auto":
+        return pooling
+    try:
+        path = Path(model) if model else default_model_path()
+    except PrivnluError:
+        return pooling
+    return default_pooling(path) if path.is_dir() else pooling
 
 
 def check_model_dir(path: Path) -> None:
@@ -94,10 +126,11 @@ def pool(out, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
     return (out.last_hidden_state * mask).sum(1) / mask.sum(1).clamp_min(1.0)
 
 
-def load_encoder(model: str | Path | None = None, *, pooling: str = "cls", device: str = "cpu") -> SentenceEncoder:
-    """Load a local Hugging Face model folder (offline; never from a hub)."""
+def load_encoder(model: str | Path | None = None, *, pooling: str = "auto", device: str = "cpu") -> SentenceEncoder:
+    """Load a local Hugging Face model folder (offline; never from a hub); ``pooling='auto'``: :func:`default_pooling`."""
     path = Path(model) if model else default_model_path()
     check_model_dir(path)
+    pooling = resolve_pooling(path, pooling)
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 

@@ -3,7 +3,7 @@
 Sentences are sorted by token length and padded per batch, so short sentences
 do not pay for long ones; the result is returned in the original order. The
 forward pass runs under ``torch.inference_mode``; ``bf16=True`` runs it under
-CPU/GPU autocast to bfloat16 (measured accuracy cost in docs/results.md).
+CPU/GPU autocast to bfloat16 (:mod:`.precision`; measured accuracy cost in docs/results.md).
 
 The cache stores one file per (model, task, split, max length, pooling,
 precision). Each file records a fingerprint of the model weights and of the
@@ -25,6 +25,7 @@ from ..data.dataset import TextDataset
 from ..errors import PrivnluError
 from ..io import torch_save_atomic
 from .encoder import SentenceEncoder, json_key
+from .precision import autocast as bf16_autocast
 
 CACHE_VERSION = 1
 
@@ -67,8 +68,7 @@ def extract_features(
     was_training = encoder.training
     encoder.eval()
     pad = encoder.tokenizer.pad_token_id or 0
-    autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16)
-    with tqdm(total=n, desc=desc, unit="sent", disable=not progress, leave=False) as bar, autocast:
+    with tqdm(total=n, desc=desc, unit="sent", disable=not progress, leave=False) as bar, bf16_autocast(device, bf16):
         for start in range(0, n, batch_size):
             idx = order[start : start + batch_size]
             width = max(len(ids[i]) for i in idx)

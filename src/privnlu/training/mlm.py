@@ -43,9 +43,10 @@ from ..data import load_public_corpus
 from ..errors import PrivnluError, require_at_least_one, require_choice, require_learning_rate
 from ..io import remove_stale_temps, torch_save_atomic, write_json_atomic
 from ..mechanisms.dchi import TokenSpace, check_eta, m_rep, m_txt, privatized_positions
+from ..models.precision import autocast, resolve_bf16
 from ..rng import SecretGenerator, derive_seed, seeded_torch
+from .batching import bucket_batches, count_batches, pad
 from .losses import soft_cross_entropy
-from .private_finetune import pad
 from .trainer import linear_warmup
 
 OBJECTIVES = ("vanilla", "probability", "denoising")
@@ -140,13 +141,15 @@ def make_batch(space: TokenSpace, ids: torch.Tensor, attention_mask: torch.Tenso
     return MLMBatch(attention_mask, masked, targets, original, inp, embeds)
 
 
-def mlm_logits(model: nn.Module, head: TiedMLMHead, batch: MLMBatch) -> torch.Tensor:
-    """Head logits (M, V) at the masked positions; the batch (built on the CPU) moves to the model's device."""
+def mlm_logits(model: nn.Module, head: TiedMLMHead, batch: MLMBatch, *, bf16: bool = False) -> torch.Tensor:
+    """Float32 head logits (M, V) at the masked positions; the batch (built on the CPU) moves to the model's device.
+    ``bf16``: encoder and head under bfloat16 autocast."""
     dev = next(head.parameters()).device
     move = lambda t: None if t is None else t.to(dev)
-    out = model(input_ids=move(batch.input_ids), inputs_embeds=move(batch.inputs_embeds),
-                attention_mask=move(batch.attention_mask))
-    return head(out.last_hidden_state[move(batch.masked)])
+    with autocast(dev, bf16):
+        out = model(input_ids=move(batch.input_ids), inputs_embeds=move(batch.inputs_embeds),
+                    attention_mask=move(batch.attention_mask))
+        return head(out.last_hidden_state[move(batch.masked)]).float()
 
 
 @dataclass(frozen=True)
@@ -189,7 +192,7 @@ class Pretrainer:
 
     def __init__(self, config: PretrainConfig, out_dir: str | Path, *, model: str | Path | None = None,
                  init_head: str | Path | None = None, texts: list[str] | None = None,
-                 log: Callable[[str], None] | None = None, device: str = "cpu") -> None:
+                 log: Callable[[str], None] | None = None, device: str = "cpu", bf16: str | bool = "auto") -> None:
         from ..models import load_encoder
 
         self.config, self.out = config, Path(out_dir)
@@ -213,10 +216,12 @@ class Pretrainer:
         tok = self.tokenizer(texts, truncation=True, max_length=config.max_length)["input_ids"]
         self.eval_ids = [torch.tensor(x) for x in tok[-config.eval_size:]]  # held out
         self.train_ids = [torch.tensor(x) for x in tok[: -config.eval_size]]
+        self.train_lengths = [len(x) for x in self.train_ids]
+        self.bf16 = resolve_bf16(bf16, device)
         self.mask_id = int(self.tokenizer.mask_token_id)
         self.pad_id = int(self.tokenizer.pad_token_id or 0)
         self.secure = SecretGenerator()
-        self._perm: tuple[tuple[int, int], torch.Tensor] | None = None
+        self._perm: tuple[tuple[int, int], list[torch.Tensor]] | None = None
 
     # -- phases ------------------------------------------------------------
     def phase_steps(self) -> dict[str, int]:
@@ -236,14 +241,13 @@ class Pretrainer:
 
     # -- data --------------------------------------------------------------
     def _batch_ids(self, phase: int, step: int, data_seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-        b, n = self.config.batch_size, len(self.train_ids)
-        per_epoch = n // b
+        """Batch ``step`` of the phase: length-bucketed epochs whose order is a function of (seed, phase, epoch)."""
+        per_epoch = count_batches(len(self.train_ids), self.config.batch_size)
         epoch = step // per_epoch
         if self._perm is None or self._perm[0] != (phase, epoch):
             g = torch.Generator().manual_seed(derive_seed(data_seed, phase, epoch, 7))
-            self._perm = ((phase, epoch), torch.randperm(n, generator=g))
-        start = (step % per_epoch) * b
-        idx = self._perm[1][start : start + b].tolist()
+            self._perm = ((phase, epoch), bucket_batches(self.train_lengths, self.config.batch_size, g))
+        idx = self._perm[1][step % per_epoch].tolist()
         return pad([self.train_ids[i] for i in idx], self.pad_id)
 
     def _noise_rng(self, *parts: int) -> SecretGenerator:
@@ -264,7 +268,7 @@ class Pretrainer:
         with seeded_torch(derive_seed(data_seed, p, step, 2)):  # dropout
             self.model.train(phase == "adapt")
             self.head.train()
-            logits = mlm_logits(self.model, self.head, batch)
+            logits = mlm_logits(self.model, self.head, batch, bf16=self.bf16)
             loss = mlm_loss(logits, batch.targets.to(logits.device))
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -284,7 +288,7 @@ class Pretrainer:
             ids, mask = pad(self.eval_ids[s : s + 64], self.pad_id)
             batch = make_batch(self.space, ids, mask, objective="denoising", eta=eta, mechanism=self.config.mechanism,
                                rng=rng, generator=gen, mask_prob=self.config.mask_prob, draws=1, mask_id=self.mask_id)
-            pred = mlm_logits(self.model, self.head, batch).argmax(-1).cpu()
+            pred = mlm_logits(self.model, self.head, batch, bf16=self.bf16).argmax(-1).cpu()
             hits += int((pred == batch.original).sum())
             total += len(batch.original)
         return hits / max(total, 1)
@@ -374,7 +378,7 @@ class Pretrainer:
 
     def _record(self, state: dict, *, finished: bool, seconds: float) -> dict:
         return {"kind": "dchi_pretrain", "model": self.model_name, **asdict(self.config), "init_head": self.init_head,
-                "finished": finished, "evals": dict(state["evals"]),
+                "finished": finished, "bf16": self.bf16, "evals": dict(state["evals"]),
                 "loss_first": {ph: _mean(v[: self.config.checkpoint_every]) for ph, v in state["losses"].items()},
                 "loss_last": {ph: _mean(v[-self.config.checkpoint_every:]) for ph, v in state["losses"].items()},
                 "steps_done": {ph: len(v) for ph, v in state["losses"].items()}, "seconds_this_call": seconds,

@@ -27,7 +27,6 @@ the BiLSTM). Noise comes from a :class:`~privnlu.rng.SecretGenerator`.
 from __future__ import annotations
 
 import copy
-import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -40,12 +39,15 @@ from ..data import TextDataset, get_task
 from ..data import metrics as glue_metrics
 from ..data.tasks import TaskSpec
 from ..errors import PrivnluError, require_at_least_one, require_choice, require_learning_rate
+from ..io import torch_save_atomic, write_secret
 from ..mechanisms.dchi import TokenSpace, check_eta, m_rep, m_seq, m_txt
 from ..models import MLPHead, load_encoder
 from ..models.bilstm import BiLSTMEncoder
 from ..models.encoder import SentenceEncoder, pool
 from ..models.features import extract_features
+from ..models.precision import autocast, resolve_bf16
 from ..rng import SecretGenerator, derive_seed, seeded_torch
+from .batching import bucket_batches, count_batches, pad
 from .losses import targets_from_labels, task_loss
 from .trainer import linear_warmup
 
@@ -71,9 +73,11 @@ class FinetuneConfig:
     lstm_hidden: int = 256
     dropout: float = 0.1
     seed: int | None = None
+    bf16: str = "auto"
 
     def __post_init__(self) -> None:
         require_choice("mode", self.mode, MODES)
+        resolve_bf16(self.bf16)  # validate the choice
         require_choice("encoder", self.encoder, ENCODERS)
         if self.mode == "null":
             if self.eta is not None:
@@ -142,17 +146,6 @@ def _tokenize(enc: SentenceEncoder, ds: TextDataset, max_length: int, features: 
 
 
 # -- the user side ----------------------------------------------------------
-
-def pad(seqs: list[torch.Tensor], value: float = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad 1-d (L,) or 2-d (L, n) tensors to a batch; also the attention mask."""
-    width = max(len(s) for s in seqs)
-    out = seqs[0].new_full((len(seqs), width, *seqs[0].shape[1:]), value)
-    mask = torch.zeros(len(seqs), width, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        out[i, : len(s)] = s
-        mask[i, : len(s)] = 1
-    return out, mask
-
 
 def privatize_split(split: Split, mode: str, space: TokenSpace, eta: float | None, rng: SecretGenerator,
                     pad_id: int) -> list[torch.Tensor]:
@@ -227,24 +220,29 @@ def collate(payload: list[torch.Tensor], types: list[torch.Tensor], mode: str, p
 
 
 def forward(model: nn.Module, payload: list[torch.Tensor], types: list[torch.Tensor], idx: torch.Tensor, mode: str,
-            pad_id: int) -> torch.Tensor:
+            pad_id: int, bf16: bool = False) -> torch.Tensor:
+    """Float32 logits of the examples ``idx``, padded to the longest in the batch; the model under bf16 autocast
+    when ``bf16``."""
     device = next(model.parameters()).device
-    if mode == "sequence":
-        return model(torch.stack([payload[i] for i in idx.tolist()]).to(device))
-    batch = collate([payload[i] for i in idx.tolist()], [types[i] for i in idx.tolist()], mode, pad_id)
-    return model(**{k: v.to(device) for k, v in batch.items()})
+    with autocast(device, bf16):
+        if mode == "sequence":
+            return model(torch.stack([payload[i] for i in idx.tolist()]).to(device)).float()
+        batch = collate([payload[i] for i in idx.tolist()], [types[i] for i in idx.tolist()], mode, pad_id)
+        return model(**{k: v.to(device) for k, v in batch.items()}).float()
 
 
 @torch.no_grad()
 def evaluate(model: nn.Module, payload: list[torch.Tensor], split: Split, task: TaskSpec, mode: str, pad_id: int,
-             batch_size: int = 128) -> dict[str, float]:
+             batch_size: int = 128, bf16: bool = False) -> dict[str, float]:
+    """Dev metrics; batches of similar length (sorted), the logits put back in dataset order."""
     was = model.training
     model.eval()
-    order = torch.arange(len(payload))
-    outs = [forward(model, payload, split.types, order[i : i + batch_size], mode, pad_id).float().cpu()
-            for i in range(0, len(payload), batch_size)]
+    order = torch.argsort(torch.tensor([len(p) for p in payload]), stable=True) if mode != "sequence" else torch.arange(len(payload))
+    sorted_out = torch.cat([forward(model, payload, split.types, order[i : i + batch_size], mode, pad_id, bf16).cpu()
+                            for i in range(0, len(payload), batch_size)])
+    logits = torch.empty_like(sorted_out)
+    logits[order] = sorted_out
     model.train(was)
-    logits = torch.cat(outs)
     pred = logits.squeeze(-1) if task.is_regression else logits.argmax(-1)
     return glue_metrics.compute(task.metric, pred.numpy(), split.labels.numpy())
 
@@ -266,11 +264,14 @@ def privatize(prep: Prepared, mode: str, eta: float | None, rng: SecretGenerator
 
 
 def finetune(prep: Prepared, config: FinetuneConfig, *, rng: SecretGenerator | None = None,
-             payloads: Payloads | None = None, log: Callable[[str], None] | None = None) -> FinetuneResult:
+             payloads: Payloads | None = None, log: Callable[[str], None] | None = None,
+             checkpoint: Path | None = None) -> FinetuneResult:
     """Train the provider model on privatized train data; evaluate on privatized dev data after each epoch.
 
     ``payloads`` (from :func:`privatize` with the same mode and eta) lets several encoders share one
-    privatized copy of the data; otherwise it is drawn here from ``rng``.
+    privatized copy of the data; otherwise it is drawn here from ``rng``. With ``checkpoint``, the state after
+    every epoch is written there atomically and a later call with the same settings (and the same payloads,
+    see :func:`load_or_privatize`) continues from it.
     """
     pad_id = prep.encoder.tokenizer.pad_token_id or 0
     t0 = time.time()
@@ -278,38 +279,80 @@ def finetune(prep: Prepared, config: FinetuneConfig, *, rng: SecretGenerator | N
     privatize_s = time.time() - t0
     targets = targets_from_labels(prep.train.labels, model_outputs(prep.task), regression=prep.task.is_regression)
     n = len(train_x)
-    steps = math.ceil(n / config.batch_size) * config.epochs
+    lengths = None if config.mode == "sequence" else [len(x) for x in train_x]
+    bf16 = resolve_bf16(config.bf16, prep.encoder.device)
+    steps = count_batches(n, config.batch_size) * config.epochs
     shuffle = torch.Generator().manual_seed(config.seed if config.seed is not None else time.time_ns() % 2**62)
-    history = []
+    history: list[dict] = []
     with seeded_torch(None if config.seed is None else derive_seed(config.seed, 5)):  # initialisation, dropout
         model, groups = build_model(prep, config)
         opt = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
         sched = linear_warmup(opt, steps, config.warmup_ratio)
+        parts = {"model": model, "optimizer": opt, "scheduler": sched}
+        ident = {"config": asdict(config), "task": prep.task.name, "train_size": n, "encoder_name": prep.model}
+        if checkpoint is not None and checkpoint.exists():
+            history = _restore(checkpoint, ident, parts, shuffle)
         model.train()
-        for epoch in range(config.epochs):
+        for epoch in range(len(history), config.epochs):
             t1, loss_sum = time.time(), 0.0
-            order = torch.randperm(n, generator=shuffle)
-            for s in range(0, n, config.batch_size):
-                idx = order[s : s + config.batch_size]
-                logits = forward(model, train_x, prep.train.types, idx, config.mode, pad_id)
+            for idx in bucket_batches(lengths, config.batch_size, shuffle, n=n):
+                logits = forward(model, train_x, prep.train.types, idx, config.mode, pad_id, bf16)
                 loss = task_loss(logits, targets[idx].to(logits.device), regression=prep.task.is_regression)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
                 sched.step()
                 loss_sum += float(loss.detach()) * len(idx)
-            metrics = evaluate(model, dev_x, prep.dev, prep.task, config.mode, pad_id)
+            metrics = evaluate(model, dev_x, prep.dev, prep.task, config.mode, pad_id, bf16=bf16)
             history.append({"epoch": epoch + 1, "train_loss": loss_sum / n, "seconds": time.time() - t1, "eval": metrics})
             if log:
                 log(f"{prep.task.name} {config.encoder}/{config.mode} eta={config.eta} epoch {epoch + 1}: "
                     f"loss {loss_sum / n:.4f}, dev score {metrics['score']:.2f}")
+            if checkpoint is not None:
+                torch_save_atomic(checkpoint, {**ident, "history": history, "shuffle": shuffle.get_state(),
+                                               "torch_rng": torch.get_rng_state(),
+                                               **{k: v.state_dict() for k, v in parts.items()}})
     record = {
         "kind": "dchi_finetune", "task": prep.task.name, "model": prep.model, **asdict(config),
-        "body_lr": config.body_lr, "max_length": prep.max_length, "train_size": n, "dev_size": len(dev_x),
+        "body_lr": config.body_lr, "bf16_used": bf16, "max_length": prep.max_length, "train_size": n, "dev_size": len(dev_x),
         "score": history[-1]["eval"]["score"], "metrics": history[-1]["eval"], "history": history,
         "privatize_seconds": privatize_s, "seconds": time.time() - t0,
     }
     return FinetuneResult(record, model)
+
+
+def _restore(path: Path, ident: dict, parts: dict, shuffle: torch.Generator) -> list[dict]:
+    """Load a fine-tuning checkpoint into ``parts``; returns the history of the finished epochs."""
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception:
+        raise PrivnluError(f"checkpoint {path} is corrupt; delete it to start over") from None
+    if {k: blob.get(k) for k in ident} != ident:
+        raise PrivnluError(f"checkpoint {path} is from a run with other settings; delete it or use another --out")
+    for k, part in parts.items():
+        part.load_state_dict(blob[k])
+    shuffle.set_state(blob["shuffle"])
+    if ident["config"]["seed"] is not None:  # dropout continues exactly in a seeded run
+        torch.set_rng_state(blob["torch_rng"])
+    return list(blob["history"])
+
+
+def load_or_privatize(prep: Prepared, mode: str, eta: float | None, rng: SecretGenerator, path: Path) -> Payloads:
+    """The privatized train and dev payloads of (mode, eta), privatized once: read from ``path`` when an earlier,
+    interrupted call wrote them, else drawn and written there (mode 0600). Resuming must reuse them: privatizing
+    the same examples again would release a second noisy copy of each and spend the privacy budget twice."""
+    if path.exists():
+        try:
+            blob = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception:
+            raise PrivnluError(f"{path} is corrupt; delete it (and the run checkpoints beside it) to start over") from None
+        if blob.get("key") != [prep.task.name, mode, eta, len(prep.train.ids), len(prep.dev.ids)]:
+            raise PrivnluError(f"{path} holds another privatization; delete it or use another --out")
+        return blob["train"], blob["dev"]
+    train_x, dev_x = privatize(prep, mode, eta, rng)
+    write_secret(path, {"key": [prep.task.name, mode, eta, len(prep.train.ids), len(prep.dev.ids)],
+                        "train": train_x, "dev": dev_x})
+    return train_x, dev_x
 
 
 def model_outputs(task: TaskSpec) -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Sequence
 
 import torch
 from torch import nn
@@ -27,6 +27,8 @@ from ..data.tasks import TaskSpec
 from ..errors import PrivnluError, require_learning_rate
 from ..io import remove_stale_temps, torch_save_atomic
 from ..mechanisms.texthide import TextHide
+from ..models.precision import autocast
+from .batching import bucket_batches, count_batches
 from .losses import task_loss
 
 #: How dev representations are presented at evaluation. They are never mixed (k = 1).
@@ -85,15 +87,6 @@ def linear_warmup(optimizer: torch.optim.Optimizer, total_steps: int, warmup_rat
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-def batches(n: int, batch_size: int, generator: torch.Generator, min_size: int) -> Iterable[torch.Tensor]:
-    """Shuffled index batches; a last batch smaller than ``min_size`` (k) is dropped."""
-    order = torch.randperm(n, generator=generator)
-    for start in range(0, n, batch_size):
-        idx = order[start : start + batch_size]
-        if len(idx) >= min_size:
-            yield idx
-
-
 @torch.no_grad()
 def predict(head: nn.Module, reps: torch.Tensor, *, regression: bool, batch_size: int = 1024) -> torch.Tensor:
     was = head.training
@@ -128,6 +121,8 @@ def fit(
     resume: bool = False,
     progress: bool = True,
     extra_lr: float | None = None,
+    lengths: Sequence[int] | None = None,
+    bf16: bool = False,
 ) -> TrainState:
     """Train ``head`` on ``hide(represent(idx))`` and evaluate after every epoch.
 
@@ -135,12 +130,15 @@ def fit(
     (cached rows, or an encoder forward with gradients); ``eval_sets()`` returns
     the unmixed dev representations. ``public(b)`` returns public
     representations for TextHide-inter when they change during training.
+    ``lengths`` (token lengths of the train examples, when ``represent`` runs the encoder) turns on
+    length-bucketed batches (:mod:`.batching`); ``bf16`` runs ``represent`` under bfloat16 autocast, and
+    everything after it (TextHide, head, loss) in float32.
     """
     n = targets.shape[0]
     k = hider.n_private if hider is not None else 1
     if k > min(config.batch_size, n):
         raise PrivnluError(f"k = {k} is larger than the batch size {min(config.batch_size, n)}; use a batch of at least k examples")
-    steps_per_epoch = sum(1 for s in range(0, n, config.batch_size) if min(config.batch_size, n - s) >= k)
+    steps_per_epoch = count_batches(n, config.batch_size, k)
     total = steps_per_epoch * config.epochs
     groups = [{"params": list(head.parameters()), "lr": config.lr}]
     if extra_params:
@@ -153,7 +151,7 @@ def fit(
     if checkpoint is not None:
         remove_stale_temps(checkpoint)  # a killed run's half-written checkpoint (SIGKILL); SIGTERM leaves none
     if checkpoint is not None and resume and checkpoint.exists():
-        state = _restore(checkpoint, modules, optimizer, scheduler, shuffle, config)
+        state = _restore(checkpoint, modules, optimizer, scheduler, shuffle, config, hider)
     device = next(head.parameters()).device
 
     for epoch in range(state.epoch, config.epochs):
@@ -161,8 +159,10 @@ def fit(
             mod.train()
         t0, seen, loss_sum = time.time(), 0, 0.0
         bar = tqdm(total=steps_per_epoch, desc=f"epoch {epoch + 1}/{config.epochs}", disable=not progress, leave=False)
-        for idx in batches(n, config.batch_size, shuffle, k):
-            x = represent(idx)
+        for idx in bucket_batches(lengths, config.batch_size, shuffle, n=n, min_size=k):
+            with autocast(device, bf16):
+                x = represent(idx)
+            x = x.float()
             y = targets[idx].to(x.device)
             if hider is not None:
                 hb = hider.hide(x, y, public=public(len(idx)) if public is not None else None)
@@ -183,12 +183,18 @@ def fit(
         state.history.append({"epoch": epoch + 1, "train_loss": loss_sum / max(seen, 1), "seconds": time.time() - t0, "eval": metrics})
         state.epoch = epoch + 1
         if checkpoint is not None:
-            _save(checkpoint, modules, optimizer, scheduler, shuffle, state, config)
+            _save(checkpoint, modules, optimizer, scheduler, shuffle, state, config, hider)
     return state
 
 
-def _save(path: Path, modules, optimizer, scheduler, shuffle, state: TrainState, config: TrainConfig) -> None:
+def _save(path: Path, modules, optimizer, scheduler, shuffle, state: TrainState, config: TrainConfig,
+          hider: TextHide | None) -> None:
+    """Everything needed to continue after this epoch. A seeded run also keeps its secret stream's position and
+    PyTorch's RNG (dropout), so that it resumes exactly; an unseeded run has no secret state to save."""
+    seeded = config.seed is not None
     torch_save_atomic(path, {
+        "secret_stream": hider.rng.experiment_state() if hider is not None else None,
+        "torch_rng": torch.get_rng_state() if seeded else None,
         "modules": {k: m.state_dict() for k, m in modules.items()},
         "optimizer": optimizer.state_dict(),
         "scheduler": scheduler.state_dict(),
@@ -199,7 +205,7 @@ def _save(path: Path, modules, optimizer, scheduler, shuffle, state: TrainState,
     })
 
 
-def _restore(path: Path, modules, optimizer, scheduler, shuffle, config: TrainConfig) -> TrainState:
+def _restore(path: Path, modules, optimizer, scheduler, shuffle, config: TrainConfig, hider: TextHide | None) -> TrainState:
     try:
         blob = torch.load(path, map_location="cpu", weights_only=False)
     except Exception:
@@ -211,4 +217,8 @@ def _restore(path: Path, modules, optimizer, scheduler, shuffle, config: TrainCo
     optimizer.load_state_dict(blob["optimizer"])
     scheduler.load_state_dict(blob["scheduler"])
     shuffle.set_state(blob["shuffle"])
+    if hider is not None:
+        hider.rng.restore_experiment_state(blob.get("secret_stream"))
+    if config.seed is not None and blob.get("torch_rng") is not None:
+        torch.set_rng_state(blob["torch_rng"])
     return TrainState(epoch=int(blob["epoch"]), history=list(blob["history"]))
