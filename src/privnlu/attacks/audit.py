@@ -21,7 +21,7 @@ from ..mechanisms.release import SharedPayload, hide_dataset
 from ..mechanisms.texthide import TextHide, check_k, m_label, parse_m
 from ..rng import SecretGenerator
 from .inversion import InversionConfig, RepresentationInversion
-from .leakage import Pairs, leakage_scores
+from .leakage import Pairs, examples, leakage_scores
 from .search import SimilaritySearch
 from .threat import INVERSION_THREAT, SEARCH_THREAT, AttackerView, Corpus
 
@@ -119,7 +119,8 @@ def search_audit(corpus: Corpus, query_idx: torch.Tensor, conditions: tuple[Cond
         view = AttackerView(SEARCH_THREAT, encodings=payload.x, scheme={"m": m_label(cond.m), "k": cond.k}, candidates=corpus)
         res = SimilaritySearch().run(view)
         out[cond.name] = {**cond.to_json(), "metrics": _scores(res.index, truth, corpus, texts_q, labels_q, embed),
-                          "mean_cosine": round(float(res.cosine.mean()), 4)}
+                          "mean_cosine": round(float(res.cosine.mean()), 4),
+                          "examples": examples(res.index, truth, corpus.texts, corpus.labels, texts_q, labels_q)}
     return out
 
 
@@ -146,6 +147,7 @@ def inversion_audit(train_x: torch.Tensor, train_labels: torch.Tensor, dev: Corp
         truth_x = dev.x[query_idx][truth]
         out[cond.name] = {**cond.to_json(),
                           "metrics": _scores(res.index, truth, dev, texts_q, labels_q, embed),
+                          "examples": examples(res.index, truth, dev.texts, dev.labels, texts_q, labels_q),
                           "cosine_to_truth": round(float(torch.nn.functional.cosine_similarity(pred, truth_x).mean()), 4),
                           "train_loss": [round(v, 5) for v in attack.losses]}
     return out
