@@ -97,7 +97,7 @@ def main() -> None:
     feats = features(torch.randn(args.n * args.epochs, x.shape[1], generator=g))
     ref = reference_all_pairs(feats, args.ref_rows, materialise=not args.graph)
     scoring = rec["methods"][methods[0]]["seconds"]["score_pairs"]
-    out = {"source": source, "threads": args.threads, "n_private": args.n, "n_encodings": args.n * args.epochs, "m": args.m,
+    out = {"kind": "attack", "attack": "reconstruct-scale", "task": args.task, "train_limit": args.train_limit, "source": source, "threads": args.threads, "n_private": args.n, "n_encodings": args.n * args.epochs, "m": args.m,
            "k": args.k, "graph_neighbours": args.graph or None, "nmf_iters": args.nmf_iters,
            "attack_total_seconds": round(total, 1), "peak_rss_gib": round(peak_gib, 2),
            "stages": {m: v["seconds"] for m, v in rec["methods"].items()},

@@ -159,11 +159,21 @@ def test_report_section_for_reconstruction(tmp_path):
 
     rec = {"kind": "attack", "attack": "reconstruct", "task": "toy", "n_queries": 20, "epochs": 8,
            "threat_model": RECONSTRUCTION_THREAT.to_json(),
-           "conditions": {"m0-k1": {"m": "0", "k": 1, "n_encodings": 160, "attack_seconds": 3.0,
-                                    "methods": {"clique": {"success": 100.0, "cosine_to_truth": 1.0}}}}}
-    (tmp_path / "r.json").write_text(json.dumps(rec))
-    page = build_report([tmp_path / "r.json"], tmp_path / "rep").read_text()
-    assert "clique success %" in page and "Xie &amp; Hong 2021" in page
+           "conditions": {"m1-k4": {"m": "1", "k": 4, "n_encodings": 160, "attack_seconds": 3.0,
+                                    "pair_accuracy": {"mlp": {"train": 0.8, "heldout": 0.7, "release": {"balanced_accuracy": 0.65}}},
+                                    "methods": {"paper-greedy": {"success": 70.0, "success_lenient": 70.0, "success_strict": 60.0,
+                                                                 "success_sentence": 50.0, "n_distractors": 5000,
+                                                                 "cosine_to_truth": 0.9}}}}}
+    scale = {"kind": "attack", "attack": "reconstruct-scale", "task": "toy", "n_private": 100, "n_encodings": 5000,
+             "graph_neighbours": 100, "success": {"nmf": {"success_lenient": 90.0, "success_strict": 80.0}},
+             "attack_total_seconds": 60.0, "peak_rss_gib": 1.5}
+    (tmp_path / "r.json").write_text(json.dumps({**rec, "task": "cola"}))
+    (tmp_path / "s.json").write_text(json.dumps(scale))
+    page = build_report([tmp_path / "r.json", tmp_path / "s.json"], tmp_path / "rep").read_text()
+    assert "lenient %" in page and "Xie &amp; Hong 2021" in page and "paper (Table 1)" in page
+    assert "<td>91.0</td><td>70.0</td><td>-21.0</td>" in page  # paper / ours / difference, CoLA k = 4
+    assert "<td>94.0</td><td>70.0</td><td>-24.0</td>" in page  # the paper's 94 % pair accuracy beside the MLP's
+    assert "reconstruction_scaling.png" in page
 
 
 def test_dp_noise_defeats_the_attack_that_breaks_no_defence():
