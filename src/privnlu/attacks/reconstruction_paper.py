@@ -13,7 +13,9 @@
   ``k * epochs`` members (the paper's ``2n`` for k = 2); the audit then drops members whose mean similarity
   to the others is below 1/2. What the paper leaves open, we chose (docs/decisions.md, issue 11): clusters
   are grown one after another; the seed is the encoding in the fewest clusters so far, most similar to all
-  others first; an encoding may join at most ``k`` clusters (it holds ``k`` originals).
+  others first; an encoding may join at most ``k`` clusters (it holds ``k`` originals); a member the audit
+  dropped may still join other clusters but does not seed one (else a group split by the audit would be
+  found twice).
 
 The clustering reads the similarity matrix row by row through ``rows(j) -> (columns, values)``, so the same
 code runs on the dense all-pairs matrix and on a sparse k-nearest-neighbour graph
@@ -181,6 +183,7 @@ def paper_greedy_clusters(rows: Rows, n_enc: int, n: int, k: int, size: int, *, 
                 inside = is_member[c] & (c != j)
                 keep[t] = v[inside].sum() / (len(idx) - 1) >= audit
             keep[0] = True  # the seed defines the cluster
+            used_seed[idx[~keep]] = True  # a dropped member may join other clusters but does not seed a new one
             idx = idx[keep]
         total[cand] = 0.0
         touched[cand] = False
