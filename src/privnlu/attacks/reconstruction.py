@@ -80,7 +80,7 @@ class ReconstructionConfig:
     block: int = 32  # rows of the pair matrix scored at once (small blocks avoid page-fault storms)
     threshold: float = 0.0  # logit threshold for "share an original"
     seed: int | None = 0
-    mlp_hidden: tuple[int, ...] = (256, 64)  # the paper's vanilla MLP (widths are ours; Adam lr 0.01 is the paper's)
+    mlp_hidden: tuple[int, ...] = (128, 32)  # the paper's vanilla MLP (widths are ours; Adam lr 0.01 is the paper's)
     mlp_lr: float = 0.01
     mlp_epochs: int = 3
     sim_max_n: int = 200  # examples per simulated release (pair statistics do not depend on n; bounds memory)

@@ -40,7 +40,7 @@ Rows = Callable[[int], tuple[np.ndarray, np.ndarray]]
 class MLPConfig:
     """The vanilla MLP's settings: Adam at the paper's learning rate 0.01; widths and epochs are ours."""
 
-    hidden: tuple[int, ...] = (256, 64)
+    hidden: tuple[int, ...] = (128, 32)
     lr: float = 0.01
     epochs: int = 3
     batch_size: int = 512
