@@ -50,12 +50,14 @@ def main() -> None:
             if path.exists():
                 continue
             t0 = time.time()
+            c0 = time.process_time()
             cfg = ReconstructionConfig(seed=seed, graph=args.graph, nmf_iters=args.nmf_iters)
             res = reconstruction_sweep(prep, (cond,), queries=args.queries, epochs=args.epochs, aux_size=AUX_SIZE,
                                        methods=methods, config=cfg, seed=seed, log=print)
             rec = reconstruction_record(prep, res, queries=args.queries, epochs=args.epochs, aux_size=AUX_SIZE, config=cfg,
                                         seed=seed, t0=t0)
             rec["train_limit"] = args.train_limit
+            rec["cpu_seconds"] = round(time.process_time() - c0, 1)  # user + system of this process
             rec["config"] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in rec["config"].items()}
             write_json_atomic(path, rec)
             print(f"wrote {path} ({time.time() - t0:.0f} s)", flush=True)
