@@ -422,3 +422,13 @@ def test_knn_graph_attack_agrees_with_all_pairs_attack_on_a_small_release():
     with pytest.raises(PrivnluError, match="needs all pairs"):
         reconstruction_audit(x, y, Condition("c", 1, 2), SecretGenerator(1, warn=False), config=replace(cfg, graph=80),
                              methods=("clique",), **kw)
+
+
+def test_cli_graph_refuses_all_pairs_clusterings(capsys, tmp_path):
+    from privnlu.cli.main import main
+
+    out = tmp_path / "o.json"
+    code = main(["attack", "reconstruct", "--task", "sst2", "--graph", "50", "--methods", "clique", "--out", str(out)])
+    assert code == 2 and "--graph runs only paper-greedy, nmf, not 'clique'" in capsys.readouterr().err and not out.exists()
+    code = main(["attack", "reconstruct", "--task", "sst2", "--methods", "greedy", "--out", str(out)])
+    assert code == 2 and "unknown clustering 'greedy'" in capsys.readouterr().err  # renamed: threshold / paper-greedy
