@@ -335,7 +335,7 @@ def test_paper_greedy_rule_recovers_planted_overlapping_groups():
 
 
 def test_paper_pair_mlp_scores_all_pairs_as_the_stacked_input_and_learns_a_release():
-    from privnlu.attacks.reconstruction import features, membership, simulate_pairs
+    from privnlu.attacks.reconstruction import simulate_pairs
     from privnlu.attacks.reconstruction_paper import MLPConfig, PairMLP, pair_accuracy, train_pair_mlp
 
     torch.manual_seed(0)
@@ -356,7 +356,6 @@ def test_paper_pair_mlp_scores_all_pairs_as_the_stacked_input_and_learns_a_relea
     assert MLPConfig().lr == 0.01 and pair_accuracy(mlp.logit, ha, hb, hy) > 0.9
     chance = pair_accuracy(lambda p, q: torch.randn(len(p), generator=torch.Generator().manual_seed(2)), ha, hb, hy)
     assert chance < 0.6
-    del features, membership
 
 
 def test_strict_and_sentence_success_are_no_more_lenient_than_they_should_be():
