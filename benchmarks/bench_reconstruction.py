@@ -1,94 +1,120 @@
-"""Benchmark: the Xie & Hong 2021 reconstruction attack on 5,000 encodings (100 examples x 50 epochs).
+"""Benchmark: the Xie & Hong 2021 reconstruction attack, all pairs or on a k-NN graph, with time and memory.
 
-Times each stage of the attack (all three clusterings: greedy, clique growth, nmf; alternating-projection
-least squares) and compares the factorised pair scoring with a reference that
-materialises concatenated pair inputs ``[a; b]`` (the same network, first layer applied to the
-concatenation), measured in the same process on a slice of rows and extrapolated to all pairs.
+    PYTHONPATH=src python benchmarks/bench_reconstruction.py [--task cola] [--train-limit N] [--n 100] [--epochs 50]
+        [--k 4] [--m 1] [--graph 0] [--methods ...] [--threads 1] [--out FILE]
 
-    PYTHONPATH=src python benchmarks/bench_reconstruction.py [--task cola] [--k 4] [--m 1] [--threads 2]
-
-Uses the cached MiniLM features of the task when available (else random 384-d vectors).
+``--graph 0`` scores all ``N^2`` pairs (the paper's "all pairs of the encoded data"); ``--graph K`` only the
+pairs of a K-nearest-neighbour graph of the ``|e|`` features (:mod:`privnlu.attacks.reconstruction_sparse`).
+Reference in the same process: scoring all pairs with the same factorised network, timed on a slice of rows
+and extrapolated to ``N^2`` (dense) — the ratio is the speed-up of the graph (or, with ``--graph 0``, of the
+factorised first layer over materialised ``[a; b]`` inputs). Peak memory is the process's maximum resident set
+(``ru_maxrss``); ``attack_cpu_seconds`` (user + system) is the time on a dedicated core for a one-thread run
+(on a shared machine the wall time mostly measures the other processes). Uses the cached MiniLM features of the task (else random 384-d vectors, said in the output).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import time
 
 import torch
 
 
-def load_x(task: str, n_needed: int) -> tuple[torch.Tensor, torch.Tensor, str]:
+def load_x(task: str, n_needed: int, train_limit: int | None) -> tuple[torch.Tensor, torch.Tensor, list[str], str]:
     try:
-        from privnlu.data import get_task
-        from privnlu.models import FeatureCache, load_encoder
+        from privnlu.experiments.pipeline import RunSpec, prepare
 
-        ds = get_task(task).load("train")
-        x = FeatureCache().get(load_encoder(), ds, progress=False).features
-        return x, torch.tensor(ds.labels), f"{task} MiniLM features"
+        prep = prepare(RunSpec(task=task, train_limit=train_limit), progress=False)
+        return prep.train_x, torch.tensor(prep.train.labels), prep.train.texts_a, f"{task} train ({len(prep.train)}) MiniLM features"
     except Exception as exc:  # no GLUE data / cache here: fall back to random vectors
         g = torch.Generator().manual_seed(0)
-        return torch.randn(n_needed, 384, generator=g), torch.randint(0, 2, (n_needed,), generator=g), f"random ({exc})"
+        return (torch.randn(n_needed, 384, generator=g), torch.randint(0, 2, (n_needed,), generator=g), [str(i) for i in range(n_needed)],
+                f"random ({exc})")
 
 
-def naive_scores(net, feats: torch.Tensor, rows: int) -> float:
-    """Seconds to score ``rows`` x N pairs by building each concatenated pair input explicitly."""
-    lin = torch.nn.Linear(2 * feats.shape[1], net.u.out_features)
+def reference_all_pairs(feats: torch.Tensor, rows: int, materialise: bool) -> float:
+    """Seconds to score all ``N^2`` pairs with a factorised network of the default shape, extrapolated from
+    ``rows`` rows (``materialise``: build each concatenated pair input ``[a; b]`` instead)."""
+    from privnlu.attacks.reconstruction import PairScorer
+
+    torch.manual_seed(0)
+    net = PairScorer(feats.shape[1], 128, 32)
+    N = len(feats)
+    rows = min(rows, N)
     with torch.no_grad():
-        lin.weight.copy_(torch.cat([net.u.weight, net.v.weight], 1))
-        lin.bias.copy_(net.u.bias)
         t0 = time.perf_counter()
-        for i in range(rows):
-            pair = torch.cat([feats[i].expand(len(feats), -1), feats], 1)  # (N, 2d) concatenated inputs
-            h = torch.relu(lin(pair))
-            _ = net.w(h).squeeze(-1) + (net.p(feats[i : i + 1]) * net.q(feats)).sum(-1)
-        return time.perf_counter() - t0
+        if materialise:
+            lin = torch.nn.Linear(2 * feats.shape[1], 128)
+            for i in range(rows):
+                pair = torch.cat([feats[i].expand(N, -1), feats], 1)
+                _ = net.w(torch.relu(lin(pair))).squeeze(-1)
+        else:
+            ua, vb = net.u(feats[:rows]), net.v(feats)
+            for s in range(0, rows, 32):
+                _ = torch.relu(ua[s : s + 32, None, :] + vb[None]) @ net.w.weight[0]
+        return (time.perf_counter() - t0) * N / rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--task", default="cola")
+    ap.add_argument("--train-limit", type=int)
     ap.add_argument("--n", type=int, default=100)
     ap.add_argument("--epochs", type=int, default=50)
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--m", default="1")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--naive-rows", type=int, default=100)
+    ap.add_argument("--graph", type=int, default=0)
+    ap.add_argument("--nmf-iters", type=int, default=150)
+    ap.add_argument("--methods", default="")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--ref-rows", type=int, default=50)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
     from privnlu.attacks.audit import Condition, reconstruction_audit
-    from privnlu.attacks.reconstruction import PairScorer, features
+    from privnlu.attacks.reconstruction import CLUSTERINGS, SPARSE_CLUSTERINGS, ReconstructionConfig, features
     from privnlu.attacks.threat import Corpus
+    from privnlu.io import write_json_atomic
     from privnlu.mechanisms.texthide import parse_m
     from privnlu.rng import SecretGenerator
 
-    x, labels, source = load_x(args.task, args.n + 2000)
+    x, labels, texts, source = load_x(args.task, args.n + 7000, args.train_limit)
     g = torch.Generator().manual_seed(0)
     order = torch.randperm(len(x), generator=g)
-    priv, aux = order[: args.n], order[args.n : args.n + 2000]
+    priv, aux, dis = order[: args.n], order[args.n : args.n + 2000], order[args.n + 2000 : args.n + 7000]
+    methods = tuple(args.methods.split(",")) if args.methods else (SPARSE_CLUSTERINGS if args.graph else CLUSTERINGS)
+    cfg = ReconstructionConfig(seed=0, graph=args.graph, nmf_iters=args.nmf_iters)
     t0 = time.perf_counter()
-    rec = reconstruction_audit(x[priv], labels[priv], Condition("bench", parse_m(args.m), args.k), SecretGenerator(1, warn=False),
-                               epochs=args.epochs, auxiliary=Corpus([""] * len(aux), x[aux]))
+    c0 = resource.getrusage(resource.RUSAGE_SELF)
+    rec = reconstruction_audit(x[priv], labels[priv], Condition("bench", parse_m(args.m), args.k), SecretGenerator(args.seed, warn=False),
+                               epochs=args.epochs, auxiliary=Corpus([texts[i] for i in aux.tolist()], x[aux]),
+                               candidates=Corpus(texts, x), private_texts=[texts[i] for i in priv.tolist()], config=cfg,
+                               methods=methods, distractors_x=x[dis])
     total = time.perf_counter() - t0
-
-    # factorised vs materialised pair scoring, same process, same network shape
-    N = args.n * args.epochs
-    torch.manual_seed(0)
-    net = PairScorer(x.shape[1], 128, 32)
-    feats = features(torch.randn(N, x.shape[1]))
-    t1 = time.perf_counter()
-    net.score_all(feats, 128)
-    fact = time.perf_counter() - t1
-    naive = naive_scores(net, feats, args.naive_rows) * N / args.naive_rows
-    out = {"source": source, "threads": args.threads, "n_encodings": N, "m": args.m, "k": args.k,
-           "attack_total_seconds": round(total, 1), "stages": {m: v["seconds"] for m, v in rec["methods"].items()},
-           "success": {m: v["success"] for m, v in rec["methods"].items()},
-           "pair_scoring_factorised_seconds": round(fact, 2),
-           "pair_scoring_materialised_seconds_extrapolated": round(naive, 2),
-           "speedup": round(naive / fact, 1)}
+    c1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)  # on a shared machine, the fairer clock
+    peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    feats = features(torch.randn(args.n * args.epochs, x.shape[1], generator=g))
+    ref = reference_all_pairs(feats, args.ref_rows, materialise=not args.graph)
+    scoring = rec["methods"][methods[0]]["seconds"]["score_pairs"]
+    out = {"kind": "attack", "attack": "reconstruct-scale", "task": args.task, "train_limit": args.train_limit, "source": source, "threads": args.threads, "n_private": args.n, "n_encodings": args.n * args.epochs, "m": args.m,
+           "k": args.k, "graph_neighbours": args.graph or None, "nmf_iters": args.nmf_iters,
+           "attack_total_seconds": round(total, 1), "attack_cpu_seconds": round(cpu, 1), "peak_rss_gib": round(peak_gib, 2),
+           "stages": {m: v["seconds"] for m, v in rec["methods"].items()},
+           "success": {m: {k: v[k] for k in v if k.startswith("success")} for m, v in rec["methods"].items()},
+           "purity": {m: v["purity"] for m, v in rec["methods"].items()},
+           "pair_accuracy": rec["pair_accuracy"],
+           "pair_scoring_seconds": scoring,
+           ("reference_all_pairs_factorised_seconds_extrapolated" if args.graph else
+            "reference_materialised_pairs_seconds_extrapolated"): round(ref, 1),
+           "speedup_vs_reference": round(ref / max(scoring, 1e-9), 1)}
     print(json.dumps(out, indent=2))
+    if args.out:
+        write_json_atomic(args.out, out)
 
 
 if __name__ == "__main__":

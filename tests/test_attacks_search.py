@@ -169,3 +169,16 @@ def test_report_has_an_attack_section(tmp_path):
     (tmp_path / "r.json").write_text(json.dumps(rec))
     page = build_report([tmp_path / "r.json"], tmp_path / "rep").read_text()
     assert "similarity search" in page and "similarity-search" in page
+
+
+def test_examples_show_the_same_queries_and_a_first_exact_hit():
+    import numpy as np
+
+    from privnlu.attacks.leakage import examples
+
+    corpus = ["a", "b", "c", "d", "e"]
+    queries = ["a", "b", "c", "d"]
+    # encodings 0..3 encode queries 3, 2, 1, 0 (a release reorders them); only query 3 retrieves itself
+    out = examples(np.array([3, 4, 4, 4]), [3, 2, 1, 0], corpus, [0, 1, 0, 1, 0], queries, [0, 1, 0, 1], n=2)
+    assert [e["query"] for e in out] == ["a", "b", "d"] and [e["exact"] for e in out] == [False, False, True]
+    assert out[0]["retrieved"] == "e" and out[0]["query_label"] == 0 and out[2]["retrieved_label"] == 1

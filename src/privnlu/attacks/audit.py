@@ -21,7 +21,7 @@ from ..mechanisms.release import SharedPayload, hide_dataset
 from ..mechanisms.texthide import TextHide, check_k, m_label, parse_m
 from ..rng import SecretGenerator
 from .inversion import InversionConfig, RepresentationInversion
-from .leakage import Pairs, leakage_scores
+from .leakage import Pairs, examples, leakage_scores
 from .search import SimilaritySearch
 from .threat import INVERSION_THREAT, SEARCH_THREAT, AttackerView, Corpus
 
@@ -119,7 +119,8 @@ def search_audit(corpus: Corpus, query_idx: torch.Tensor, conditions: tuple[Cond
         view = AttackerView(SEARCH_THREAT, encodings=payload.x, scheme={"m": m_label(cond.m), "k": cond.k}, candidates=corpus)
         res = SimilaritySearch().run(view)
         out[cond.name] = {**cond.to_json(), "metrics": _scores(res.index, truth, corpus, texts_q, labels_q, embed),
-                          "mean_cosine": round(float(res.cosine.mean()), 4)}
+                          "mean_cosine": round(float(res.cosine.mean()), 4),
+                          "examples": examples(res.index, truth, corpus.texts, corpus.labels, texts_q, labels_q)}
     return out
 
 
@@ -146,6 +147,7 @@ def inversion_audit(train_x: torch.Tensor, train_labels: torch.Tensor, dev: Corp
         truth_x = dev.x[query_idx][truth]
         out[cond.name] = {**cond.to_json(),
                           "metrics": _scores(res.index, truth, dev, texts_q, labels_q, embed),
+                          "examples": examples(res.index, truth, dev.texts, dev.labels, texts_q, labels_q),
                           "cosine_to_truth": round(float(torch.nn.functional.cosine_similarity(pred, truth_x).mean()), 4),
                           "train_loss": [round(v, 5) for v in attack.losses]}
     return out
@@ -180,16 +182,18 @@ def score_reconstruction(recovered: torch.Tensor, clusters: list[torch.Tensor], 
 
 def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Condition, rng: SecretGenerator, *,
                          epochs: int, auxiliary: Corpus, candidates: Corpus | None = None, private_texts: list[str] | None = None,
-                         config=None, methods: tuple[str, ...] = ("greedy", "clique", "nmf"), mechanism=None,
-                         num_labels: int | None = None) -> dict:
+                         config=None, methods: tuple[str, ...] | None = None, mechanism=None,
+                         num_labels: int | None = None, distractors_x: torch.Tensor | None = None) -> dict:
     """Xie & Hong 2021 setting: release ``private_x`` ``epochs`` times under ``cond`` (one batch), attack, score.
 
     With ``mechanism`` (a :class:`~privnlu.mechanisms.dp.EncodingMechanism`) the release is DP instance
     encoding (Xie & Hong 2022): clipped, mixed, masked and noised (:class:`~privnlu.mechanisms.dp.DPTextHide`).
+    Lenient / strict (with ``distractors_x``) / sentence success: :mod:`privnlu.attacks.reconstruction_metrics`.
     """
     import time as _time
 
-    from .reconstruction import ReconstructionAttack, membership
+    from .reconstruction import CLUSTERINGS, ReconstructionAttack, membership
+    from .reconstruction_metrics import release_pair_accuracy, success_rates
     from .threat import RECONSTRUCTION_THREAT
 
     n = len(private_x)
@@ -204,18 +208,24 @@ def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Co
     view = AttackerView(RECONSTRUCTION_THREAT, encodings=payload.x, mixed_labels=payload.y,
                         scheme={"m": m_label(cond.m), "k": cond.k, "epochs": epochs, "dim": private_x.shape[1]},
                         auxiliary=auxiliary, candidates=candidates)
-    attack = ReconstructionAttack(config, methods)
+    attack = ReconstructionAttack(config, methods or CLUSTERINGS)
     t0 = _time.perf_counter()
     results = attack.run(view)
     total = _time.perf_counter() - t0
     out = {**cond.to_json(), "dp": None if mechanism is None else mechanism.to_json(), "n_private": n, "epochs": epochs, "n_encodings": len(payload.x),
-           "pair_train_accuracy": attack.pair_train_accuracy, "attack_seconds": round(total, 2), "methods": {}}
+           "pair_train_accuracy": attack.pair_train_accuracy, "attack_seconds": round(total, 2), "methods": {},
+           "pair_accuracy": {net: {**acc, "release": release_pair_accuracy(attack.scores[net], member, attack.graph_edges)}
+                             for net, acc in attack.pair_accuracy.items()},
+           "graph_neighbours": attack.config.graph or None}
     for r in results:
         s = score_reconstruction(r.recovered, r.clusters, member, private_x)
         if r.sentence_index is not None and candidates is not None and private_texts is not None:
             truth = [int(member[c].sum(0).argmax()) for c in r.clusters]
             s["sentence_identity"] = round(100.0 * float(np.mean([candidates.texts[j].strip() == private_texts[t].strip()
                                                                   for j, t in zip(r.sentence_index, truth)])), 2)
+        s.update(success_rates(r.recovered, r.clusters, member, private_x, distractors_x=distractors_x,
+                               sentence_index=r.sentence_index, candidate_texts=None if candidates is None else candidates.texts,
+                               private_texts=private_texts))
         s["seconds"] = {k: round(v, 2) for k, v in r.seconds.items()}
         out["methods"][r.method] = s
     return out

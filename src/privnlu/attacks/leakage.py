@@ -112,3 +112,27 @@ def leakage_scores(pairs: Pairs, *, corpus: Sequence[str], embed: Callable[[list
     if embed is not None:
         out["sbert"] = 100 * sbert_cosine(pairs.retrieved, pairs.truth, embed=embed).mean()
     return {k: round(float(v), 2) for k, v in out.items()}
+
+
+def examples(retrieved: np.ndarray, truth, corpus_texts: Sequence[str], corpus_labels, query_texts: Sequence[str],
+             query_labels, *, n: int = 3) -> list[dict]:
+    """TextHide Tables 4 / 7: for the first ``n`` queries (by query number, so every condition shows the same
+    ones), the query sentence and label and what the attack retrieved; then, if none of those retrieved its own
+    sentence, the first query that did (``exact``), as the paper's Query1 shows for mix-only. ``retrieved[i]``
+    is the corpus index answered for encoding ``i`` and ``truth[i]`` the query it encodes."""
+    truth = [int(t) for t in truth]
+    where = {q: i for i, q in reversed(list(enumerate(truth)))}  # first encoding of each query
+
+    def row(q: int) -> dict:
+        j = int(retrieved[where[q]])
+        return {"query_number": q, "query": query_texts[q], "query_label": None if query_labels is None else int(query_labels[q]),
+                "retrieved": corpus_texts[j], "retrieved_label": None if corpus_labels is None else int(corpus_labels[j]),
+                "exact": corpus_texts[j].strip() == query_texts[q].strip()}
+
+    order = sorted(where)
+    out = [row(q) for q in order[:n]]
+    if not any(r["exact"] for r in out):
+        hit = next((r for r in (row(q) for q in order[n:]) if r["exact"]), None)
+        if hit is not None:
+            out.append(hit)
+    return out

@@ -9,14 +9,19 @@ Given ``N`` encodings ``e`` of ``n`` unknown private representations (each encod
    the first layer is factorised over the two inputs, so all ``N^2`` pairs are
    scored from per-encoding projections without building concatenated pairs
    (:class:`PairScorer`);
-3. clusters the encodings into one group per original: the greedy threshold
-   method (:func:`greedy_clusters`), clique growth as Carlini et al. do
-   (:func:`clique_clusters`), and symmetric NMF of the affinity matrix started
-   from the clique groups (:func:`nmf_clusters`), which uses every pair score
-   at once (transitivity) instead of thresholding pairs one by one;
+   the paper's own network, a "vanilla MLP" on the stacked pair trained with Adam
+   at learning rate 0.01, is :class:`~privnlu.attacks.reconstruction_paper.PairMLP`;
+3. clusters the encodings into one group per original: the paper's greedy rule
+   (``paper-greedy``, :func:`~privnlu.attacks.reconstruction_paper.paper_greedy_clusters`,
+   on the MLP's scores), and privnlu's own: a seed plus every encoding above a
+   threshold (``threshold``, :func:`threshold_clusters`), clique growth as Carlini
+   et al. do (``clique``, :func:`clique_clusters`), and symmetric NMF of the
+   affinity matrix started from the clique groups (``nmf``, :func:`nmf_clusters`),
+   which uses every pair score at once (transitivity) instead of thresholding
+   pairs one by one;
 4. recovers the mixing coefficients from the mixed labels
    (:func:`label_coefficients`);
-5. solves ``min_{X} sum_e || |sum_{c in S(e)} lambda_ec X_c| - a_e ||^2``, the
+5. (privnlu's solver) solves ``min_{X} sum_e || |sum_{c in S(e)} lambda_ec X_c| - a_e ||^2``, the
    least squares under ``abs()`` of the paper's equations 5-8, by alternating
    projections (:func:`solve_alternating`: fix the signs ``s_e = sign(sum
    lambda X)``, then ``X`` is an ordinary sparse least squares; a few random
@@ -27,6 +32,10 @@ Given ``N`` encodings ``e`` of ``n`` unknown private representations (each encod
 
 The recovered vectors are determined only up to a sign per coordinate (the
 masks), so every comparison is made between absolute values.
+
+With ``graph > 0`` only the pairs of a k-nearest-neighbour graph are scored and
+clustering runs on that sparse graph (:mod:`privnlu.attacks.reconstruction_sparse`);
+``threshold`` and ``clique`` need all pairs and are not run then.
 """
 
 from __future__ import annotations
@@ -46,7 +55,8 @@ from ..rng import SecretGenerator
 from .search import CosineIndex
 from .threat import Attack, AttackerView, Grant
 
-CLUSTERINGS = ("greedy", "clique", "nmf")
+CLUSTERINGS = ("paper-greedy", "threshold", "clique", "nmf")
+SPARSE_CLUSTERINGS = ("paper-greedy", "nmf")  # the ones that run on a k-NN graph
 SOLVERS = ("alternating", "adam")
 
 
@@ -70,13 +80,20 @@ class ReconstructionConfig:
     block: int = 32  # rows of the pair matrix scored at once (small blocks avoid page-fault storms)
     threshold: float = 0.0  # logit threshold for "share an original"
     seed: int | None = 0
+    mlp_hidden: tuple[int, ...] = (128, 32)  # the paper's vanilla MLP (widths are ours; Adam lr 0.01 is the paper's)
+    mlp_lr: float = 0.01
+    mlp_epochs: int = 3
+    sim_max_n: int = 200  # examples per simulated release (pair statistics do not depend on n; bounds memory)
+    graph: int = 0  # 0: score all pairs; > 0: only a k-NN graph with this many neighbours per encoding
+    nmf_support: int = 32  # sparse nmf: groups per encoding
 
     def __post_init__(self) -> None:
         for name in ("hidden", "rank", "sim_releases", "sim_epochs", "pairs_per_release", "train_epochs", "ls_steps", "block"):
             require(getattr(self, name) >= 1, f"reconstruction: {name} must be >= 1")
-        for name in ("ls_iters", "ls_restarts", "nmf_iters"):
+        for name in ("ls_iters", "ls_restarts", "nmf_iters", "mlp_epochs", "sim_max_n", "nmf_support"):
             require(getattr(self, name) >= 1, f"reconstruction: {name} must be >= 1")
-        require(self.lr > 0 and self.ls_lr > 0, "reconstruction: learning rates must be positive")
+        require(self.lr > 0 and self.ls_lr > 0 and self.mlp_lr > 0, "reconstruction: learning rates must be positive")
+        require(self.graph >= 0, "reconstruction: graph (neighbours) must be >= 0")
         require(self.solver in SOLVERS, f"reconstruction: unknown solver '{self.solver}'; choose from {', '.join(SOLVERS)}")
 
 
@@ -180,9 +197,10 @@ def train_scorer(a: torch.Tensor, b: torch.Tensor, y: torch.Tensor, cfg: Reconst
     return net, acc
 
 
-def greedy_clusters(scores: torch.Tensor, n: int, k: int, threshold: float = 0.0) -> list[torch.Tensor]:
-    """Greedy: seed = the encoding (in fewer than k groups) with most confident partners; its group is the
-    seed plus every such encoding scored above ``threshold`` with it. Repeat until ``n`` groups."""
+def threshold_clusters(scores: torch.Tensor, n: int, k: int, threshold: float = 0.0) -> list[torch.Tensor]:
+    """privnlu's threshold rule (not the paper's): seed = the encoding (in fewer than k groups) with most
+    confident partners; its group is the seed plus every such encoding scored above ``threshold`` with it.
+    Repeat until ``n`` groups."""
     adj = scores > threshold
     count = torch.zeros(len(scores), dtype=torch.long)
     clusters: list[torch.Tensor] = []
@@ -293,6 +311,15 @@ def _sparse_rows(slots: torch.Tensor, mask: torch.Tensor, lam: torch.Tensor, n_g
         return L.to_sparse_csr(), L.t().coalesce().to_sparse_csr()
 
 
+def _gram(slots: torch.Tensor, mask: torch.Tensor, lam: torch.Tensor, n_groups: int) -> torch.Tensor:
+    """``L^T L`` (n, n) from the sparse rows, without a dense (N, n) matrix (scipy sparse product)."""
+    import scipy.sparse as sp
+
+    rows = torch.arange(len(slots))[:, None].expand_as(slots)[mask].numpy()
+    L = sp.csr_matrix((lam[mask].double().numpy(), (rows, slots[mask].numpy())), shape=(len(slots), n_groups))
+    return torch.from_numpy((L.T @ L).toarray()).float()
+
+
 def solve_alternating(enc: torch.Tensor, slots: torch.Tensor, mask: torch.Tensor, lam: torch.Tensor, n_groups: int, *,
                       iters: int, restarts: int = 4, gen: torch.Generator | None = None) -> torch.Tensor:
     """Step 5 by alternating projections (Gerchberg-Saxton style phase retrieval, per coordinate).
@@ -307,7 +334,7 @@ def solve_alternating(enc: torch.Tensor, slots: torch.Tensor, mask: torch.Tensor
     used = mask.any(1)
     a, slots, mask, lam = a[used], slots[used], mask[used], lam[used]
     L, LT = _sparse_rows(slots, mask, lam, n_groups)
-    G = (LT @ L.to_dense()) + 1e-4 * torch.eye(n_groups)
+    G = _gram(slots, mask, lam, n_groups) + 1e-4 * torch.eye(n_groups)
     chol = torch.linalg.cholesky(G)
     r = restarts if slots.shape[1] > 1 and bool(mask[:, 1:].any()) else 1  # no mixing: signs are not identifiable
     A = a.repeat(1, r)  # (N, r * d): all starts in one matrix
@@ -416,6 +443,9 @@ class ReconstructionAttack(Attack):
         self.config = config or ReconstructionConfig()
         self.methods = methods
         self.pair_train_accuracy: float | None = None
+        self.pair_accuracy: dict[str, dict[str, float]] = {}
+        self.scores: dict[str, object] = {}  # the last run's pair logits, per network (for the auditor's pair accuracy)
+        self.graph_edges: tuple[np.ndarray, np.ndarray] | None = None
 
     def run(self, view: AttackerView) -> list[ReconstructionResult]:
         self.check(view)
@@ -429,32 +459,49 @@ class ReconstructionAttack(Attack):
         n = len(enc) // epochs
         require(n >= max(2, k), f"too few encodings to cluster: {len(enc)} encodings over {epochs} epochs is {n} originals")
         require(epochs >= 2, "too few encodings to cluster: each original must be encoded at least twice (epochs >= 2)")
-        require(len(aux) >= n, f"the auxiliary data ({len(aux)} examples) must hold at least n = {n} examples to simulate releases")
+        n_sim = min(n, cfg.sim_max_n)
+        require(len(aux) >= n_sim, f"the auxiliary data ({len(aux)} examples) must hold at least {n_sim} examples to simulate releases")
+        if cfg.graph:
+            for meth in self.methods:
+                require(meth in SPARSE_CLUSTERINGS, f"clustering '{meth}' needs all pairs; on a k-NN graph use {', '.join(SPARSE_CLUSTERINGS)}")
         t = {}
         t0 = time.perf_counter()
         gen = torch.Generator().manual_seed(cfg.seed) if cfg.seed is not None else torch.Generator()
         if cfg.seed is not None:
             torch.manual_seed(cfg.seed)
         own = SecretGenerator(cfg.seed, warn=False)  # the attacker's keys
-        a, b, lab = simulate_pairs(aux.x.float(), n, m, k, cfg, own, gen)
-        scorer, self.pair_train_accuracy = train_scorer(a, b, lab, cfg, gen)
+        nets = self._train_networks(aux.x.float(), n_sim, m, k, own, gen)
         t["train_pair_network"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         feats = features(enc)
-        scores = scorer.score_all(feats, cfg.block)
+        pairs = _PairGraph(feats, nets, cfg)
+        self.scores = pairs.logits
+        self.graph_edges = pairs.edges
         t["score_pairs"] = time.perf_counter() - t0
         index = CosineIndex(view.candidates.x.abs()) if view.candidates is not None else None
         out = []
-        clique: list[torch.Tensor] | None = None  # nmf starts from the clique groups
+        size = k * epochs
+        seeds: list[torch.Tensor] | None = None  # nmf starts from the clique groups (k-NN graph: paper-greedy groups)
+        done: dict[str, list[torch.Tensor]] = {}
         for method in self.methods:
             t1 = time.perf_counter()
-            if method == "greedy":
-                clusters = greedy_clusters(scores, n, k, cfg.threshold)
+            if method == "paper-greedy":
+                clusters = pairs.paper_greedy("mlp", n, k, size)
+            elif method == "threshold":
+                clusters = threshold_clusters(pairs.logits["factorised"], n, k, cfg.threshold)
+            elif method == "clique":
+                clusters = done.get("clique") or clique_clusters(pairs.logits["factorised"], n, k, size=int(round(size * 1.25)),
+                                                                  threshold=cfg.threshold)
             else:
-                if clique is None:
-                    clique = clique_clusters(scores, n, k, size=int(round(k * epochs * 1.25)), threshold=cfg.threshold)
-                clusters = clique if method == "clique" else nmf_clusters(feats, n, k * epochs, clique, iters=cfg.nmf_iters)
-            t_cl = time.perf_counter() - t1  # for nmf: includes its clique seeds when they were not run already
+                if seeds is None:
+                    seeds = pairs.paper_greedy("factorised", n, k, size) if cfg.graph else (
+                        done.get("clique") or clique_clusters(pairs.logits["factorised"], n, k, size=int(round(size * 1.25)),
+                                                              threshold=cfg.threshold))
+                clusters = pairs.nmf(seeds, size)
+            done[method] = clusters
+            if method == "clique":
+                seeds = clusters
+            t_cl = time.perf_counter() - t1  # for nmf: includes its seeds when they were not run already
             t1 = time.perf_counter()
             slots, mask, lam0, cls = label_coefficients(clusters, y, len(enc))
             if cfg.solver == "alternating":
@@ -467,3 +514,70 @@ class ReconstructionAttack(Attack):
             out.append(ReconstructionResult(method, clusters, rec, sent,
                                             {**t, "cluster": t_cl, "least_squares": t_ls}))
         return out
+
+    def _train_networks(self, aux_x: torch.Tensor, n_sim: int, m: float, k: int, own: SecretGenerator,
+                        gen: torch.Generator) -> dict[str, nn.Module]:
+        """The pair networks the chosen clusterings need, and their accuracy on the attacker's simulated pairs
+        (``train``) and on a fresh simulated release (``heldout``; balanced, as the training pairs)."""
+        from dataclasses import replace
+
+        from .reconstruction_paper import MLPConfig, pair_accuracy, train_pair_mlp
+
+        cfg = self.config
+        a, b, lab = simulate_pairs(aux_x, n_sim, m, k, cfg, own, gen)
+        ha, hb, hl = simulate_pairs(aux_x, n_sim, m, k, replace(cfg, sim_releases=1, pairs_per_release=min(cfg.pairs_per_release, 20000)),
+                                    own, gen)
+        nets: dict[str, nn.Module] = {}
+        self.pair_accuracy = {}
+        if any(meth != "paper-greedy" for meth in self.methods):
+            scorer, acc = train_scorer(a, b, lab, cfg, gen)
+            nets["factorised"] = scorer
+            self.pair_accuracy["factorised"] = {"train": round(acc, 4), "heldout": round(pair_accuracy(scorer, ha, hb, hl), 4)}
+            self.pair_train_accuracy = acc
+        if "paper-greedy" in self.methods:
+            mlp = train_pair_mlp(a, b, lab, MLPConfig(cfg.mlp_hidden, cfg.mlp_lr, cfg.mlp_epochs), gen)
+            nets["mlp"] = mlp
+            self.pair_accuracy["mlp"] = {"train": round(pair_accuracy(mlp.logit, a, b, lab), 4),
+                                         "heldout": round(pair_accuracy(mlp.logit, ha, hb, hl), 4)}
+            if self.pair_train_accuracy is None:
+                self.pair_train_accuracy = self.pair_accuracy["mlp"]["train"]
+        return nets
+
+
+class _PairGraph:
+    """Pair scores of a release: all pairs (dense (N, N) logits) or a k-NN graph (``edges`` = (lo, hi))."""
+
+    def __init__(self, feats: torch.Tensor, nets: dict[str, nn.Module], cfg: ReconstructionConfig) -> None:
+        from . import reconstruction_sparse as rs
+
+        self.feats, self.cfg, self.n_enc = feats, cfg, len(feats)
+        self.edges = None
+        self.logits: dict[str, object] = {}
+        if cfg.graph:
+            lo, hi, cos = rs.knn_graph(feats, cfg.graph)
+            self.edges = (lo, hi)
+            self.affinity = rs.sym_csr(lo, hi, np.maximum(cos, 0.0), len(feats))
+            for name, net in nets.items():
+                self.logits[name] = rs.score_edges(net, feats, lo, hi)
+        else:
+            for name, net in nets.items():
+                self.logits[name] = net.score_all(feats, cfg.block)
+
+    def paper_greedy(self, net: str, n: int, k: int, size: int) -> list[torch.Tensor]:
+        from . import reconstruction_sparse as rs
+        from .reconstruction_paper import dense_rows, paper_greedy_clusters
+
+        logit = self.logits[net]
+        if self.edges is None:
+            prob = torch.sigmoid(logit)  # diagonal: sigmoid(-inf) = 0
+            return paper_greedy_clusters(dense_rows(prob), self.n_enc, n, k, size, strength=prob.sum(1).double().numpy())
+        lo, hi = self.edges
+        P = rs.sym_csr(lo, hi, 1.0 / (1.0 + np.exp(-np.asarray(logit, dtype=np.float64))), self.n_enc)
+        return paper_greedy_clusters(rs.csr_rows(P), self.n_enc, n, k, size, strength=np.asarray(P.sum(1)).ravel())
+
+    def nmf(self, seeds: list[torch.Tensor], size: int) -> list[torch.Tensor]:
+        from . import reconstruction_sparse as rs
+
+        if self.edges is None:
+            return nmf_clusters(self.feats, len(seeds), size, seeds, iters=self.cfg.nmf_iters)
+        return rs.nmf_sparse(self.affinity, seeds, size, iters=self.cfg.nmf_iters, support=self.cfg.nmf_support)

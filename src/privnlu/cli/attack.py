@@ -45,7 +45,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--epochs", type=positive_int, default=50, help="encodings per private example (default: 50)")
     r.add_argument("--aux-size", type=positive_int, default=2000,
                    help="attacker's same-distribution examples, disjoint from the private ones (default: 2000)")
-    r.add_argument("--methods", default="greedy,clique,nmf", help="clustering methods (default: greedy,clique,nmf)")
+    r.add_argument("--methods", default="paper-greedy,threshold,clique,nmf",
+                   help="clustering methods: paper-greedy (the paper's rule, on its vanilla MLP), and privnlu's threshold, "
+                        "clique, nmf (default: all four; with --graph: paper-greedy,nmf)")
+    r.add_argument("--graph", type=positive_int, help="score only a k-NN graph with this many neighbours per encoding "
+                   "(large releases; default: all pairs)")
+    r.add_argument("--distractors", type=int, default=5000,
+                   help="same-split distractors for the strict success metric (default: 5000)")
     r.add_argument("--solver", default="alternating", choices=["alternating", "adam"],
                    help="least squares under abs: alternating projections (default) or Adam on X and the coefficients")
     r.add_argument("--sim-releases", type=positive_int, default=3, help="simulated releases for the pair network (default: 3)")
@@ -213,7 +219,7 @@ def run_reconstruct(args: argparse.Namespace) -> int:
                         calibration=args.calibration)
     _, prep = _prepare(args)
     results = reconstruction_sweep(prep, conds, queries=args.queries, epochs=args.epochs, aux_size=args.aux_size,
-                                   methods=methods, config=config, dp=dp, seed=args.seed, log=say)
+                                   methods=methods, config=config, dp=dp, seed=args.seed, distractors=args.distractors, log=say)
     rec = reconstruction_record(prep, results, queries=args.queries, epochs=args.epochs, aux_size=args.aux_size,
                                 config=config, seed=args.seed, t0=t0)
     write_json_atomic(args.out, rec)
@@ -225,12 +231,18 @@ def reconstruction_settings(args: argparse.Namespace, epochs: int):
     """(clustering methods, the attacker's :class:`ReconstructionConfig`) from the command line."""
     from ..attacks.reconstruction import CLUSTERINGS, ReconstructionConfig
 
-    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    from ..attacks.reconstruction import SPARSE_CLUSTERINGS
+
+    graph = getattr(args, "graph", None) or 0
+    text = "paper-greedy,nmf" if graph and args.methods == "paper-greedy,threshold,clique,nmf" else args.methods
+    methods = tuple(m.strip() for m in text.split(",") if m.strip())
     require(bool(methods), "--methods is empty")
     for m in methods:
         require(m in CLUSTERINGS, f"unknown clustering '{m}'; choose from {', '.join(CLUSTERINGS)}")
+        require(not graph or m in SPARSE_CLUSTERINGS, f"--graph runs only {', '.join(SPARSE_CLUSTERINGS)}, not '{m}'")
+    require(getattr(args, "distractors", 0) >= 0, "--distractors must be >= 0")
     config = ReconstructionConfig(sim_releases=args.sim_releases, sim_epochs=max(2, min(epochs, 20)), pairs_per_release=args.pairs,
-                                  solver=args.solver, seed=args.seed if args.seed is not None else 0)
+                                  solver=args.solver, seed=args.seed if args.seed is not None else 0, graph=graph)
     return methods, config
 
 

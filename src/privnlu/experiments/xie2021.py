@@ -36,25 +36,27 @@ TASKS = ("cola", "sst2")
 N_PRIVATE = 100
 EPOCHS = 50
 AUX_SIZE = 2000
+DISTRACTORS = 5000  # strict success: same-split examples that are neither private nor auxiliary
 TABLE1_CONDITIONS = ("1:1", "1:2", "1:4", "1:6")
 FIGURE1_CONDITIONS = ("1:4", "16:4", "64:4", "256:4", "1024:4", "4096:4")
 
-#: Xie & Hong 2021, Table 1 (m = 1): success % by k, as quoted in issue 3.
-PAPER_TABLE1 = {"cola": {1: 100, 2: 88, 4: 91, 6: 93}, "sst2": {1: 100, 2: 92, 4: 95, 6: 88}}
 
 
-def select_examples(prep: Prepared, queries: int, aux_size: int, seed: int | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """(private, auxiliary) row indices of the training split, disjoint; the choice is public (not a secret)."""
+def select_examples(prep: Prepared, queries: int, aux_size: int, seed: int | None,
+                    distractors: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(private, auxiliary, distractor) row indices of the training split, disjoint; the choice is public (not a
+    secret). Distractors are as many of the remaining rows as there are, up to ``distractors``."""
     n_total = len(prep.train)
     require(queries + aux_size <= n_total,
             f"--queries {queries} private plus --aux-size {aux_size} auxiliary examples exceed the {n_total} available")
     order = torch.randperm(n_total, generator=torch.Generator().manual_seed(seed if seed is not None else 0))
-    return order[:queries], order[queries : queries + aux_size]
+    rest = order[queries + aux_size :]
+    return order[:queries], order[queries : queries + aux_size], rest[:distractors]
 
 
 def reconstruction_sweep(prep: Prepared, conditions, *, queries: int = N_PRIVATE, epochs: int = EPOCHS,
                          aux_size: int = AUX_SIZE, methods: tuple[str, ...] | None = None, config=None,
-                         dp: DPSettings | None = None, seed: int | None = None,
+                         dp: DPSettings | None = None, seed: int | None = None, distractors: int = DISTRACTORS,
                          log: Callable[[str], None] = lambda s: None) -> dict:
     """Attack each condition (the defender's secrets from ``SecretGenerator(seed)``: experiments only)."""
     from ..attacks.audit import reconstruction_audit
@@ -64,7 +66,7 @@ def reconstruction_sweep(prep: Prepared, conditions, *, queries: int = N_PRIVATE
     assert prep.train_x is not None
     require(not prep.task.is_regression, f"attack audits need a classification task; {prep.task.name} is a regression task")
     require(epochs >= 2, "too few encodings to cluster: use --epochs 2 or more")
-    priv, aux = select_examples(prep, queries, aux_size, seed)
+    priv, aux, dis = select_examples(prep, queries, aux_size, seed, distractors)
     labels = torch.tensor(prep.train.labels)
     auxiliary = Corpus([prep.train.texts_a[i] for i in aux.tolist()], prep.train_x[aux], labels[aux])
     candidates = Corpus(prep.train.texts_a, prep.train_x)
@@ -79,11 +81,14 @@ def reconstruction_sweep(prep: Prepared, conditions, *, queries: int = N_PRIVATE
                 log(f"WARNING: --calibration paper is NOT a valid DP guarantee; this release is only ({cal.epsilon:.4g}, {cal.delta:g})-DP")
         r = reconstruction_audit(prep.train_x[priv], labels[priv], cond, SecretGenerator(seed, warn=False), epochs=epochs,
                                  auxiliary=auxiliary, candidates=candidates, private_texts=texts, config=config,
-                                 methods=methods or CLUSTERINGS, mechanism=mech, num_labels=len(prep.task.label_names))
+                                 methods=methods or CLUSTERINGS, mechanism=mech, num_labels=len(prep.task.label_names),
+                                 distractors_x=prep.train_x[dis] if len(dis) else None)
         if cal is not None:
             r["dp_calibration"] = cal.to_json()
         results[cond.name] = r
-        log(f"  {cond.name:>10}: " + ", ".join(f"{m} {v['success']:.0f}% (cos {v['cosine_to_truth']})" for m, v in r["methods"].items())
+        log(f"  {cond.name:>10}: " + ", ".join(f"{m} {v['success']:.0f}%/{v.get('success_strict', float('nan')):.0f}%/"
+                                               f"{v.get('success_sentence', float('nan')):.0f}% (cos {v['cosine_to_truth']})"
+                                               for m, v in r["methods"].items())
             + f"; attack {r['attack_seconds']:.0f} s")
     return results
 

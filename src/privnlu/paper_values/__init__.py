@@ -20,6 +20,7 @@ PAPERS = {
 }
 # every module under this package that registers values; a module added later is listed here
 MODULES: list[str] = []
+MODULES += ["xie2021", "huang2020_search"]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,154 @@
+"""The reconstruction attack at the size of a real release: pairs from a k-nearest-neighbour graph.
+
+Scoring every pair costs ``N^2`` (25M pairs at 5,000 encodings, 2.5G at 50,000). Encodings that share an
+original are near each other in the ``|e|`` features, so the attacker only scores the pairs of a FAISS
+k-nearest-neighbour graph of those features (exact inner product on unit vectors, ``faiss.IndexFlatIP``,
+searched in blocks), symmetrised: ``E <= N * neighbours`` edges. Memory is ``O(E + N * support)``:
+
+* pair scores on the edges (:func:`score_edges`) with the same networks as the all-pairs attack;
+* the paper's greedy clustering reads the graph's rows (:func:`csr_rows`; a pair that is not an edge has
+  similarity 0);
+* symmetric NMF (``H <- H o (1/2 + 1/2 (A H) / (H H^T H))``, privnlu's clustering) with the affinity ``A``
+  restricted to the edges and ``H`` restricted to a fixed support of ``support`` groups per encoding, the
+  groups of its seed and of its neighbours (:func:`nmf_sparse`): the multiplicative update keeps zeros at
+  zero, so the support is fixed from the start. With the complete graph and full support it is the
+  all-pairs :func:`~privnlu.attacks.reconstruction.nmf_clusters` exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from .reconstruction_paper import Rows
+
+
+def knn_graph(feats: torch.Tensor, neighbours: int, *, block: int = 4096) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Symmetrised k-NN graph of ``feats`` by cosine: (rows, cols, cosines) of the edges i < j."""
+    import faiss
+
+    x = np.ascontiguousarray(torch.nn.functional.normalize(feats.float(), dim=1).numpy())
+    n = len(x)
+    kk = min(neighbours + 1, n)
+    index = faiss.IndexFlatIP(x.shape[1])
+    index.add(x)
+    rows, cols = [], []
+    for s in range(0, n, block):
+        _, idx = index.search(x[s : s + block], kk)
+        r = np.repeat(np.arange(s, s + len(idx)), kk)
+        c = idx.reshape(-1)
+        ok = (c >= 0) & (c != r)
+        rows.append(r[ok])
+        cols.append(c[ok])
+    r, c = np.concatenate(rows), np.concatenate(cols)
+    lo, hi = np.minimum(r, c), np.maximum(r, c)
+    key = np.unique(lo.astype(np.int64) * n + hi)
+    lo, hi = key // n, key % n
+    cos = np.einsum("ij,ij->i", x[lo], x[hi]) if len(lo) < 2_000_000 else _rowdot(x, lo, hi)
+    return lo, hi, cos.astype(np.float32)
+
+
+def _rowdot(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, chunk: int = 1_000_000) -> np.ndarray:
+    return np.concatenate([np.einsum("ij,ij->i", x[lo[s : s + chunk]], x[hi[s : s + chunk]]) for s in range(0, len(lo), chunk)])
+
+
+def complete_graph(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """All pairs i < j (for tests and small releases)."""
+    lo, hi = np.triu_indices(n, 1)
+    return lo.astype(np.int64), hi.astype(np.int64)
+
+
+@torch.no_grad()
+def score_edges(net, feats: torch.Tensor, lo: np.ndarray, hi: np.ndarray, *, chunk: int = 65536) -> np.ndarray:
+    """Symmetrised logits of the edges, from per-encoding projections (``net`` a PairScorer or a PairMLP)."""
+    from .reconstruction_paper import PairMLP
+
+    out = np.empty(len(lo), dtype=np.float32)
+    if isinstance(net, PairMLP):
+        u, v = net.project(feats)
+        for s in range(0, len(lo), chunk):
+            i, j = torch.from_numpy(lo[s : s + chunk]), torch.from_numpy(hi[s : s + chunk])
+            out[s : s + chunk] = net.score_pairs(u[i], v[i], u[j], v[j]).numpy()
+        return out
+    ua, vb, pa, qb = net.u(feats), net.v(feats), net.p(feats), net.q(feats)
+    w, w0 = net.w.weight[0], net.w.bias[0]
+    for s in range(0, len(lo), chunk):
+        i, j = torch.from_numpy(lo[s : s + chunk]), torch.from_numpy(hi[s : s + chunk])
+        ab = torch.relu(ua[i] + vb[j]) @ w + (pa[i] * qb[j]).sum(-1)
+        ba = torch.relu(ua[j] + vb[i]) @ w + (pa[j] * qb[i]).sum(-1)
+        out[s : s + chunk] = (0.5 * (ab + ba) + w0).numpy()
+    return out
+
+
+def sym_csr(lo: np.ndarray, hi: np.ndarray, values: np.ndarray, n: int) -> sp.csr_matrix:
+    """The symmetric (n, n) matrix with ``values`` on the edges (i, j) and (j, i)."""
+    m = sp.coo_matrix((np.concatenate([values, values]), (np.concatenate([lo, hi]), np.concatenate([hi, lo]))), shape=(n, n))
+    out = m.tocsr()
+    out.sum_duplicates()
+    out.sort_indices()
+    return out
+
+
+def csr_rows(m: sp.csr_matrix) -> Rows:
+    """Row access for :func:`~privnlu.attacks.reconstruction_paper.paper_greedy_clusters`."""
+    indptr, indices, data = m.indptr, m.indices, m.data
+    return lambda j: (indices[indptr[j] : indptr[j + 1]], data[indptr[j] : indptr[j + 1]])
+
+
+def _membership(clusters: list[torch.Tensor], n_enc: int) -> sp.csr_matrix:
+    rows = np.concatenate([c.numpy() for c in clusters]) if clusters else np.zeros(0, dtype=np.int64)
+    cols = np.concatenate([np.full(len(c), g) for g, c in enumerate(clusters)]) if clusters else np.zeros(0, dtype=np.int64)
+    return sp.csr_matrix((np.ones(len(rows), dtype=np.float64), (rows, cols)), shape=(n_enc, len(clusters)))
+
+
+def nmf_support(affinity: sp.csr_matrix, seeds: list[torch.Tensor], support: int) -> sp.csr_matrix:
+    """0/1 pattern (N, groups): per encoding, the ``support`` groups most present among itself (weighted 2)
+    and its graph neighbours."""
+    n_enc, g = affinity.shape[0], len(seeds)
+    M = _membership(seeds, n_enc)
+    votes = ((affinity > 0).astype(np.float64) @ M + 2 * M).tocsr()
+    if support >= g:
+        return sp.csr_matrix(np.ones((n_enc, g)))
+    rows, cols = [], []
+    for i in range(n_enc):
+        a, b = votes.indptr[i], votes.indptr[i + 1]
+        c, v = votes.indices[a:b], votes.data[a:b]
+        if len(c) > support:
+            c = c[np.argpartition(-v, support - 1)[:support]]
+        rows.append(np.full(len(c), i))
+        cols.append(c)
+    r, c = np.concatenate(rows), np.concatenate(cols)
+    out = sp.csr_matrix((np.ones(len(r)), (r, c)), shape=(n_enc, g))
+    out.sort_indices()
+    return out
+
+
+def nmf_sparse(affinity: sp.csr_matrix, seeds: list[torch.Tensor], size: int, *, iters: int = 150,
+               support: int = 32) -> list[torch.Tensor]:
+    """Symmetric NMF on a sparse affinity with ``H`` on a fixed sparse support (module docstring); group j is
+    the ``size`` encodings with the largest ``H[:, j]``. Starts as the dense version: 0.001, seed members 0.1."""
+    n_enc = affinity.shape[0]
+    S = nmf_support(affinity, seeds, support)
+    M = _membership(seeds, n_enc)
+    H = S.copy().astype(np.float64)
+    H.data[:] = 0.001
+    H = (H + 0.099 * M.multiply(S)).tocsr()
+    H.sort_indices()
+    pattern = S.copy()
+    pattern.data[:] = 1e-300
+    A = affinity.astype(np.float64)
+    for _ in range(iters):
+        num = (A @ H + pattern).multiply(S).tocsr()
+        den = (H @ (H.T @ H) + pattern).multiply(S).tocsr()
+        num.sort_indices()
+        den.sort_indices()
+        H.data *= 0.5 + 0.5 * num.data / np.maximum(den.data, 1e-12)
+    Hc = H.tocsc()
+    out = []
+    for j in range(Hc.shape[1]):
+        a, b = Hc.indptr[j], Hc.indptr[j + 1]
+        rows, vals = Hc.indices[a:b], Hc.data[a:b]
+        top = rows[np.argsort(-vals, kind="stable")[:size]]
+        out.append(torch.from_numpy(np.sort(top).astype(np.int64)))
+    return out
