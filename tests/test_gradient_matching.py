@@ -171,3 +171,14 @@ def test_report_sections_for_federated_runs_and_the_attack_heatmap(tmp_path):
     assert "Federated TextHide on Flower" in page and "tweets-fedsgd-m6-k2-c3" in page
     assert "Gradient-matching attack" in page and (tmp_path / "report" / "gradient_attack_heatmap.png").exists()
     assert "mask matched" in page and (tmp_path / "report" / "gradient_attack_curves.png").exists()
+
+
+def test_mixing_partners_are_other_data_points():
+    """k = 4: the attacked example is mixed with three distinct other examples (never with itself)."""
+    from privnlu.attacks.gradient_matching import _client_batch
+
+    x, y = features(n=6)
+    for seed in range(20):
+        xs, _ = _client_batch(x, y, Trial(dim=4, k=4, index=seed % 6, seed=seed), 2)
+        rows = {tuple(r.tolist()) for r in xs}
+        assert len(rows) == 4 and torch.equal(xs[0], x[seed % 6])

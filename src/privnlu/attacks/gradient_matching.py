@@ -252,12 +252,28 @@ def input_scale(features: torch.Tensor) -> float:
 
 
 def _client_batch(features: torch.Tensor, labels: torch.Tensor, trial: Trial, num_labels: int):
-    """The attacked example and its ``k - 1`` mixing partners (rows of ``features``), with one-hot labels."""
+    """The attacked example and its ``k - 1`` mixing partners: other data points, distinct from it and from one
+    another (batch size 1: the paper mixes the hidden representation "with representations of other datapoints")."""
     gen = torch.Generator().manual_seed(trial.seed)
     k = max(trial.k, 1)
-    others = torch.randint(0, features.shape[0], (k - 1,), generator=gen)
+    pool = torch.randperm(features.shape[0] - 1, generator=gen)[: k - 1]
+    others = pool + (pool >= trial.index).long()  # skip the attacked index itself
     idx = torch.cat([torch.tensor([trial.index]), others])
     return features[idx], torch.nn.functional.one_hot(labels[idx].long(), num_labels).float()
+
+
+def hide_one(reps: torch.Tensor, ys: torch.Tensor, dim: int, rng) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                                                            torch.Tensor]:
+    """(1, k)-TextHide of the first row of ``reps`` mixed with all the others (k = len(reps)), m = 1:
+    ``sigma o sum_j lambda_j reps[j]`` and ``sum_j lambda_j ys[j]``. Returns (hidden, label, lambda, sigma);
+    lambda and sigma are the client's secrets (returned for evaluation only)."""
+    from ..mechanisms.texthide import MaskPool, mix, mixing_coefficients
+
+    lam = mixing_coefficients(1, len(reps), rng)
+    sigma = MaskPool.generate(1, dim, rng).masks[0]  # type: ignore[index]
+    h = mix([reps[j : j + 1] for j in range(len(reps))], lam) * sigma
+    y = mix([ys[j : j + 1] for j in range(len(ys))], lam)
+    return h, y, lam[0], sigma
 
 
 def run_trial(features: torch.Tensor, labels: torch.Tensor, trial: Trial, *, num_labels: int = 2,
@@ -265,7 +281,6 @@ def run_trial(features: torch.Tensor, labels: torch.Tensor, trial: Trial, *, num
     """Victim side (TextHide, m = 1, with its own secrets) -> gradient -> attacker -> score. One result row.
 
     ``hidden``: width of the hidden-layer victim's non-linear layer."""
-    from ..mechanisms.texthide import TextHide
     from ..models import MLPHead
     from ..rng import SecretGenerator
 
@@ -286,12 +301,9 @@ def run_trial(features: torch.Tensor, labels: torch.Tensor, trial: Trial, *, num
     sigma = mixture = None
     if trial.k == 0:
         h, y_hidden = reps[:1], ys[:1]
-    else:  # the client's TextHide: its own pool of m = 1 mask and one-time keys (never shown to the attacker)
-        th = TextHide(1, trial.k, dim=trial.dim, rng=SecretGenerator(trial.seed, warn=False))
-        hb = th.hide(reps, ys)
-        h, y_hidden = hb.x[:1], hb.y[:1]
-        sigma = th.pool.masks[0]  # type: ignore[index]  # evaluation only
-        mixture = (hb.coeffs[0, :, None] * truth[hb.partners[0]]).sum(0)  # the same mix of the inputs themselves
+    else:  # the client's TextHide: its own mask (m = 1) and mixing coefficients (never shown to the attacker)
+        h, y_hidden, lam, sigma = hide_one(reps, ys, trial.dim, SecretGenerator(trial.seed, warn=False))
+        mixture = (lam[:, None] * truth).sum(0)  # the same mix of the inputs themselves (evaluation only)
     params = [p for p in model.parameters() if p.requires_grad]
     logits = model.logits_of_hidden(h) if isinstance(model, HiddenMaskVictim) else model(h)
     grads = torch.autograd.grad(task_loss(logits, y_hidden, regression=False), params)
