@@ -85,3 +85,36 @@ def test_examples_use_the_papers_sentence_and_count_distinct_outputs(tmp_path, t
     assert main(["report", str(out), "--out", str(tmp_path / "rep")]) == 0
     page = next((tmp_path / "rep").glob("*.html")).read_text()
     assert "825 distinct outputs" in page and "distinct paper" in page
+
+
+def test_sequence_rep_separates_freezing_from_noise(tiny_model, tmp_path_factory):
+    from conftest import toy_glue_dir
+    from privnlu.training import private_finetune as pf
+
+    glue = toy_glue_dir(tmp_path_factory.mktemp("glue"), 32)
+    prep = pf.prepare("sst2", model=tiny_model, data_dir=str(glue), max_length=16, sequence_features=True)
+    rec = qu2021.sequence_rep(prep, (5.0, 1e4), (0, 1), epochs=1)
+    assert rec["analysis"] == "sequence_rep" and len(rec["rows"]) == 2 * 3
+    assert [r["eta"] for r in rec["rows"][:3]] == [None, 5.0, 1e4]
+    assert all(0 <= r["accuracy"] <= 1 for r in rec["rows"])
+    assert rec["noise_norm"]["5.0"] == pytest.approx(rec["dim"] / 5.0)
+
+
+def test_report_shows_tables_45_beside_the_paper_and_the_gain_against_steps(tmp_path):
+    from privnlu.io import write_json_atomic
+    from privnlu.report import build_report
+
+    def rec(enc, mode, acc, seed, tag=""):
+        return {"kind": "dchi_finetune", "task": "sst2", "encoder": enc, "mode": mode, "eta": 100.0, "seed": seed,
+                "tag": tag, "score": 100 * acc, "metrics": {"accuracy": acc}, "train_size": 10, "dev_size": 5,
+                "epochs": 1}
+    recs = [rec("transformer", "token", 0.50 + s / 100, s) for s in range(3)]
+    recs += [rec("transformer", "text", 0.70 + s / 50, s) for s in range(3)]
+    recs += [rec("transformer", "token", 0.53 + s / 100, s, tag=f"pt-denoising-{n}") for s in range(3) for n in (1000,)]
+    recs += [rec("transformer", "token", 0.56 + s / 100, s, tag="pt-denoising-4000") for s in range(3)]
+    for i, r in enumerate(recs):
+        write_json_atomic(tmp_path / "res" / f"{i}.json", r)
+    page = build_report([tmp_path / "res"], tmp_path / "rep").read_text()
+    assert "beside the paper (Tables 4-5)" in page and "0.7030" in page and "0.5298" in page  # Table 4 eta 100
+    assert "gain against pretraining steps" in page and (tmp_path / "rep" / "dchi_pretrain_gain.png").is_file()
+    assert "+0.0600" in page  # 4,000 steps: +0.06 on every seed

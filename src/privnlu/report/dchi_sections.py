@@ -172,3 +172,28 @@ def dchi_calibration(records: list[dict], ctx: Context) -> str | None:
         return None
     return table(["target accuracy", "eta", "accuracy at eta", "tokens", "dim"],
                  [[r["target_accuracy"], r["eta"], r["accuracy_at_eta"], r["tokens"], r["dim"]] for r in recs])
+
+
+@section("dchi_sequence_rep", "d_chi: sequence-representation privatization (paper section 6.2)", order=44)
+def dchi_sequence_rep(records: list[dict], ctx: Context) -> str | None:
+    recs = _dchi(records, "sequence_rep")
+    if not recs:
+        return None
+    html = ""
+    claim = lookup("qu2021", "Section 6.2", "sequence eta=175", "drop vs null")
+    for r in recs:
+        by: dict = {}
+        for x in r["rows"]:
+            by.setdefault(x["eta"], []).append(100.0 * x["accuracy"])
+        clean = sum(by[None]) / len(by[None]) if None in by else None
+        rows = []
+        for eta in sorted((e for e in by if e is not None)):
+            mean = sum(by[eta]) / len(by[eta])
+            rows.append([f"{eta:g}", f"{r['noise_norm'].get(str(eta), r['dim'] / eta):.2f}", len(by[eta]), f"{mean:.2f}",
+                         "" if clean is None else f"{mean - clean:+.2f}"])
+        html += (f"<p>{r['task']}: frozen MiniLM [CLS] ({r['dim']}-d, mean norm {r['rep_norm_mean']:.2f}) + trained head, "
+                 f"{r['train_size']} train / {r['dev_size']} dev, {r['epochs']} epochs; clean frozen head "
+                 f"{'' if clean is None else f'{clean:.2f}'} (mean over seeds). Paper: {claim.claim if claim else ''} "
+                 "(its Null Privacy is fine-tuned BERT, 0.9289 on SST).</p>")
+        html += table(["eta", "E||N|| = n/eta", "seeds", "accuracy %", "vs clean frozen head"], rows)
+    return html
