@@ -182,3 +182,12 @@ def test_mixing_partners_are_other_data_points():
         xs, _ = _client_batch(x, y, Trial(dim=4, k=4, index=seed % 6, seed=seed), 2)
         rows = {tuple(r.tolist()) for r in xs}
         assert len(rows) == 4 and torch.equal(xs[0], x[seed % 6])
+
+
+@pytest.mark.parametrize("extra,msg", [(["--victim", "lenet"], "--victim must be one of"),
+                                       (["--max-minutes", "0"], "--max-minutes must be positive")])
+def test_cli_sweep_refuses_bad_flags_before_work(tmp_path, capsys, extra, msg):
+    from privnlu.cli.main import main
+
+    assert main(["gradient-attack", *extra, "--out", str(tmp_path / "gm.json")]) == 2
+    assert msg in capsys.readouterr().err and not (tmp_path / "gm.json").exists()
