@@ -81,8 +81,8 @@ def dchi_examples(records: list[dict], ctx: Context) -> str | None:
     html = ""
     for r in recs:
         html += f"<p>Sentence: <i>{r['sentence']}</i>. One M_txt draw per eta (Table 1):</p>"
-        html += table(["eta", "ours", "paper (bert-base)"],
-                      [[x["eta"], x["text"], TABLE1.get(int(x["eta"]), "") if float(x["eta"]).is_integer() else ""]
+        html += table(["eta", "paper (bert-base)", "ours"],
+                      [[x["eta"], TABLE1.get(int(x["eta"]), "") if float(x["eta"]).is_integer() else "", x["text"]]
                        for x in r["privatized"]])
         html += (f"<p>Each token over {r['draws']} draws at eta = {r['top_eta']:g} (Table 2): unchanged = N_w, "
                  "distinct = S_w (the paper: 'emotions' unchanged 14% of the time, 825 distinct outputs, at eta 100 "
