@@ -4,8 +4,8 @@ Reports seconds per attack for the no-TextHide baseline and for TextHide (k = 1,
 the ratio of each to the baseline at the same d (the reference run, same process), and the
 estimated wall time of the full Table 2 sweep (50 attacks per cell, k in {0, 1, 2, 4}).
 
-    PYTHONPATH=src python benchmarks/gradient_attack.py [--reps 3] [--dims 4,16,64,256,1024]
-    PYTHONPATH=src python benchmarks/gradient_attack.py --compare-early-stop [--reps 2]
+    PYTHONPATH=src python benchmarks/gradient_attack.py [--reps 3] [--dims 4,16,64,256,1024] [--victim hidden|input]
+    PYTHONPATH=src python benchmarks/gradient_attack.py --compare-early-stop [--reps 2] [--victim hidden|input]
 
 ``--compare-early-stop`` runs every trial twice, with and without the L-BFGS fixed-point stop,
 and reports whether the results are identical (MSE, success, encoding MSE, gradient distance;
@@ -17,12 +17,11 @@ Uses the cached SST-2 MiniLM features when present, else random features of the 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
 
 import torch
-
-import math
 
 from privnlu.attacks.gradient_matching import GradientMatchingConfig, Trial, run_trial
 
@@ -44,13 +43,14 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--dims", default="4,16,64,256,1024")
     ap.add_argument("--compare-early-stop", action="store_true")
+    ap.add_argument("--victim", default="hidden", help="hidden (the paper's: mask at a hidden layer) or input")
     args = ap.parse_args()
     torch.set_num_threads(1)
     x, y, source = load_features()
     if args.compare_early_stop:
-        compare_early_stop(x, y, [int(v) for v in args.dims.split(",")], args.reps, source)
+        compare_early_stop(x, y, [int(v) for v in args.dims.split(",")], args.reps, source, args.victim)
         return
-    print(f"# one attack (1,200 L-BFGS iterations at most), 1 thread, {source}")
+    print(f"# one attack (1,200 L-BFGS iterations at most), 1 thread, {source}, {args.victim} victim")
     print(f"{'d':>6} {'k':>3} {'median s':>9} {'max s':>7} {'x baseline':>10}")
     total = 0.0
     for d in [int(v) for v in args.dims.split(",")]:
@@ -59,7 +59,7 @@ def main() -> None:
             times = []
             for r in range(args.reps):
                 t0 = time.perf_counter()
-                run_trial(x, y, Trial(d, k, 17 + r, 1000 + r))
+                run_trial(x, y, Trial(d, k, 17 + r, 1000 + r, args.victim))
                 times.append(time.perf_counter() - t0)
             med = statistics.median(times)
             ref = med if k == 0 else ref
@@ -72,8 +72,8 @@ def same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
 
-def compare_early_stop(x, y, dims, reps, source) -> None:
-    print(f"# early stop at the L-BFGS fixed point vs 1,200 iterations, 1 thread, {source}")
+def compare_early_stop(x, y, dims, reps, source, victim) -> None:
+    print(f"# early stop at the L-BFGS fixed point vs 1,200 iterations, 1 thread, {source}, {victim} victim")
     print(f"{'d':>6} {'k':>3} {'identical':>9} {'full s':>7} {'early s':>8} {'ratio':>6}")
     n = ok = 0
     tf = te = 0.0
@@ -81,10 +81,11 @@ def compare_early_stop(x, y, dims, reps, source) -> None:
         for k in (0, 1, 2, 4):
             good, sf, se = 0, 0.0, 0.0
             for r in range(reps):
-                tr = Trial(d, k, 53 * r + 11, 900 + r)
+                tr = Trial(d, k, 53 * r + 11, 900 + r, victim)
                 a = run_trial(x, y, tr, config=GradientMatchingConfig(stop_at_fixed_point=False))
                 b = run_trial(x, y, tr, config=GradientMatchingConfig())
-                good += all(same(a[f], b[f]) for f in ("mse", "encoding_mse", "grad_distance")) and a["success"] == b["success"]
+                good += all(same(a[f], b[f]) for f in ("mse", "grad_distance", "encoding_mse", "mask_mse", "analytic_mse")
+                            if f in a) and a["success"] == b["success"]
                 sf, se = sf + a["seconds"], se + b["seconds"]
             n, ok, tf, te = n + reps, ok + good, tf + sf, te + se
             print(f"{d:>6} {k:>3} {good:>5}/{reps:<3} {sf:>7.1f} {se:>8.1f} {se / sf:>6.2f}", flush=True)

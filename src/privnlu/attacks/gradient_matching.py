@@ -20,9 +20,23 @@ iterations in all). Without TextHide the dummy is ``f_W(x')``.
 mixes ``k`` private representations; we count success if ``x'`` matches *any*
 of them (the attacker-friendly reading).
 
-Differences from the paper: the paper mimicked text with LeNet on CIFAR-10; here
-the victim is the real pipeline (MiniLM sentence representations, projected to
-``d`` by a fixed random matrix, through privnlu's ReLU MLP head).
+**Victims** (``Trial.victim``):
+
+* ``"hidden"`` (default; the paper's architecture, Appendix C.1): the attacked variable is the *input*
+  ``x`` (a MiniLM sentence representation, 384-d), which passes through a non-linear layer and a
+  hidden layer of width ``d``, ``h(x) = sigmoid(W2 sigmoid(W1 x + b1) + b2)``; TextHide mixes and masks
+  ``h`` and the head ``W3`` classifies it. The attacker matches the gradients of *all* layers. This
+  mirrors the paper's LeNet-5 (its last layer replaced by an MLP with hidden width ``d_m = d``, the
+  mask applied at that hidden layer), with a fully connected body instead of LeNet's convolutions and
+  text representations instead of CIFAR-10 images. Sigmoid activations as in DLG's LeNet (twice
+  differentiable).
+* ``"input"`` (privnlu's earlier setting): the MiniLM representation projected to ``d`` by a fixed random
+  matrix is masked directly and fed to privnlu's ReLU MLP head. There only ``sigma o x`` can ever be
+  identified from the gradient, so at ``k = 1`` recovering ``x`` needs the mask to be guessed.
+
+The paper's Figure 3 ties success to matching the mask: each row records ``mask_mse`` (the MSE between
+the relaxed mask ``s'`` and the true ``sigma``) and ``mask_matched`` (``mask_mse <= 0.001``), and the
+curve of (iterations, gradient distance, input MSE, mask MSE) after every L-BFGS step.
 """
 
 from __future__ import annotations
@@ -77,6 +91,48 @@ def victim_gradient(head: nn.Module, x_hidden: torch.Tensor, y_hidden: torch.Ten
     return dict(zip(params, torch.autograd.grad(loss, list(params.values()))))
 
 
+class HiddenMaskVictim(nn.Module):
+    """The paper's victim (TextHide Appendix C.1), text version: input -> non-linear layer -> hidden layer of
+    width ``d`` (where TextHide mixes and masks) -> head.
+
+    ``represent(x) = sigmoid(W2 sigmoid(W1 x + b1) + b2)`` (width ``dim``); ``forward(x, mask)`` is
+    ``W3 (mask o represent(x)) + b3``. ``logits_of_hidden`` applies the head to an already mixed and masked
+    hidden batch (the client's side).
+    """
+
+    def __init__(self, in_dim: int, dim: int, num_labels: int, hidden: int = 256) -> None:
+        super().__init__()
+        self.in_dim, self.mask_dim = in_dim, dim
+        self.body = nn.Sequential(nn.Linear(in_dim, hidden), nn.Sigmoid(), nn.Linear(hidden, dim), nn.Sigmoid())
+        self.head = nn.Linear(dim, num_labels)
+
+    def represent(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+    def logits_of_hidden(self, h: torch.Tensor) -> torch.Tensor:
+        return self.head(h)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        h = self.body(x)
+        return self.head(h * mask if mask is not None else h)
+
+
+def _logits(model: nn.Module, x: torch.Tensor, s: torch.Tensor | None) -> torch.Tensor:
+    """The dummy forward pass: the mask inside the hidden-layer victim, on the input of a plain head."""
+    if isinstance(model, HiddenMaskVictim):
+        return model(x, s)
+    return model(x * s if s is not None else x)
+
+
+def analytic_input(gradient: dict[str, torch.Tensor], weight: str, bias: str) -> torch.Tensor | None:
+    """Closed-form input from a first fully connected layer's gradient (batch size 1; Phong et al. 2017):
+    ``dL/dW1 = delta x^T`` and ``dL/db1 = delta``, so ``x = (dL/dW1)[i] / (dL/db1)[i]`` for any ``i`` with
+    ``delta_i != 0`` (the largest ``|delta_i|`` is used). No mask after that layer changes this."""
+    gw, gb = gradient[weight], gradient[bias]
+    i = int(gb.abs().argmax())
+    return None if float(gb[i]) == 0.0 else gw[i] / gb[i]
+
+
 class GradientMatchingAttack:
     """DLG with a relaxed dummy mask (TextHide Algorithm 3). Holds the model, nothing of the defender's."""
 
@@ -87,10 +143,13 @@ class GradientMatchingAttack:
         self.head.eval()  # the attacker evaluates the shared model deterministically (no dropout)
 
     def run(self, gradient: dict[str, torch.Tensor], label: torch.Tensor, *, dim: int, masked: bool,
-            on_step=None) -> AttackOutput:
+            on_step=None, fixed_mask: torch.Tensor | None = None) -> AttackOutput:
         """Recover a batch-size-1 input of width ``dim`` from ``gradient`` given ``label`` (1, c).
 
-        ``on_step(iterations, distance, x, s)`` (optional) is called after every L-BFGS step."""
+        The relaxed mask has the width of the masked layer (``model.mask_dim`` for the hidden-layer
+        victim, else ``dim``). ``on_step(iterations, distance, x, s)`` (optional) is called after every
+        L-BFGS step. ``fixed_mask`` is for evaluation only: the attack with the mask already matched
+        (held fixed at that value), which no real attacker has."""
         cfg = self.config
         params = {n: p for n, p in self.head.named_parameters() if p.requires_grad}
         if set(gradient) != set(params):
@@ -98,14 +157,17 @@ class GradientMatchingAttack:
         target = [gradient[n].detach().to(p.dtype) for n, p in params.items()]
         gen = torch.Generator().manual_seed(cfg.seed)
         x = torch.randn(1, dim, generator=gen).requires_grad_(True)
-        s = torch.randn(1, dim, generator=gen).requires_grad_(True) if masked else None
-        variables = [x] + ([s] if s is not None else [])
+        s_dim = getattr(self.head, "mask_dim", dim)
+        if fixed_mask is not None:
+            s = fixed_mask.detach().reshape(1, s_dim).to(x.dtype)
+        else:
+            s = torch.randn(1, s_dim, generator=gen).requires_grad_(True) if masked else None
+        variables = [x] + ([s] if s is not None and fixed_mask is None else [])
         opt = torch.optim.LBFGS(variables, lr=cfg.lr, max_iter=cfg.max_iter, history_size=cfg.history)
         plist = list(params.values())
 
         def distance() -> torch.Tensor:
-            inp = x * s if s is not None else x
-            loss = task_loss(self.head(inp), label, regression=self.regression)
+            loss = task_loss(_logits(self.head, x, s), label, regression=self.regression)
             dummy = torch.autograd.grad(loss, plist, create_graph=True)
             return sum(((a - b) ** 2).sum() for a, b in zip(dummy, target))  # type: ignore[return-value]
 
@@ -152,21 +214,30 @@ def score(recovered: torch.Tensor, candidates: torch.Tensor, *, threshold: float
 
 # -- the Table 2 experiment ------------------------------------------------------
 
-PAPER_TABLE2 = {  # TextHide paper, Table 2 (LeNet on CIFAR-10), success rate by d
-    "baseline": 0.82,
-    "k=1": {4: 0.76, 16: 0.56, 64: 0.30, 256: 0.22, 1024: 0.08},
-    "k>=2": 0.0,
-}
+from ..paper_values.huang2020_gradient import PAPER_TABLE2  # noqa: E402  (TextHide Table 2, kept for callers)
+
+
+VICTIMS = ("hidden", "input")
+# The paper's inputs are CIFAR-10 pixels in [0, 1] (DLG's ToTensor, no normalisation): per-entry variance about
+# 0.25^2 (the usual channel standard deviations are 0.247, 0.243, 0.261). The hidden-layer victim's MiniLM input
+# is rescaled to that variance, so that the paper's absolute threshold (MSE <= 0.001, 1/60 of the variance) and
+# its N(0, 1) dummy initialisation have the same meaning as on images. (Raw MiniLM entries have variance about
+# 0.0026: there an MSE of 0.001 would accept a 2-way mixture of inputs as a "recovery".)
+PIXEL_VARIANCE = 0.0625
 
 
 @dataclass(frozen=True)
 class Trial:
-    """One attack: example ``index`` of the feature matrix, projected to ``dim``; ``k = 0`` is the no-TextHide baseline."""
+    """One attack: example ``index`` of the feature matrix; ``k = 0`` is the no-TextHide baseline.
+
+    ``victim``: ``"hidden"`` (the paper's architecture: the mask at a hidden layer of width ``dim``) or
+    ``"input"`` (the representation projected to ``dim`` and masked directly; see the module docstring)."""
 
     dim: int
     k: int
     index: int
     seed: int
+    victim: str = "hidden"
 
 
 def projection(in_dim: int, dim: int, seed: int = 0) -> torch.Tensor:
@@ -175,65 +246,134 @@ def projection(in_dim: int, dim: int, seed: int = 0) -> torch.Tensor:
     return torch.randn(in_dim, dim, generator=g) / math.sqrt(in_dim)
 
 
+def input_scale(features: torch.Tensor) -> float:
+    """The factor that brings the mean per-entry variance of ``features`` to :data:`PIXEL_VARIANCE`."""
+    return math.sqrt(PIXEL_VARIANCE / float(features.var(0).mean()))
+
+
+def _client_batch(features: torch.Tensor, labels: torch.Tensor, trial: Trial, num_labels: int):
+    """The attacked example and its ``k - 1`` mixing partners: other data points, distinct from it and from one
+    another (batch size 1: the paper mixes the hidden representation "with representations of other datapoints")."""
+    gen = torch.Generator().manual_seed(trial.seed)
+    k = max(trial.k, 1)
+    pool = torch.randperm(features.shape[0] - 1, generator=gen)[: k - 1]
+    others = pool + (pool >= trial.index).long()  # skip the attacked index itself
+    idx = torch.cat([torch.tensor([trial.index]), others])
+    return features[idx], torch.nn.functional.one_hot(labels[idx].long(), num_labels).float()
+
+
+def hide_one(reps: torch.Tensor, ys: torch.Tensor, dim: int, rng) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                                                            torch.Tensor]:
+    """(1, k)-TextHide of the first row of ``reps`` mixed with all the others (k = len(reps)), m = 1:
+    ``sigma o sum_j lambda_j reps[j]`` and ``sum_j lambda_j ys[j]``. Returns (hidden, label, lambda, sigma);
+    lambda and sigma are the client's secrets (returned for evaluation only)."""
+    from ..mechanisms.texthide import MaskPool, mix, mixing_coefficients
+
+    lam = mixing_coefficients(1, len(reps), rng)
+    sigma = MaskPool.generate(1, dim, rng).masks[0]  # type: ignore[index]
+    h = mix([reps[j : j + 1] for j in range(len(reps))], lam) * sigma
+    y = mix([ys[j : j + 1] for j in range(len(ys))], lam)
+    return h, y, lam[0], sigma
+
+
 def run_trial(features: torch.Tensor, labels: torch.Tensor, trial: Trial, *, num_labels: int = 2,
-              config: GradientMatchingConfig | None = None, m: int = 1) -> dict:
-    """Victim side (TextHide with its own secrets) -> gradient -> attacker -> score. Returns one result row."""
-    from ..mechanisms.texthide import TextHide
+              config: GradientMatchingConfig | None = None, hidden: int = 256) -> dict:
+    """Victim side (TextHide, m = 1, with its own secrets) -> gradient -> attacker -> score. One result row.
+
+    ``hidden``: width of the hidden-layer victim's non-linear layer."""
     from ..models import MLPHead
     from ..rng import SecretGenerator
 
+    if trial.victim not in VICTIMS:
+        raise PrivnluError(f"unknown victim '{trial.victim}': choose from {', '.join(VICTIMS)}")
     cfg = config or GradientMatchingConfig()
-    P = projection(features.shape[1], trial.dim)
-    gen = torch.Generator().manual_seed(trial.seed)
-    torch.manual_seed(trial.seed)  # the current global model: a freshly initialised head
-    head = MLPHead(trial.dim, num_labels, None, 0.0)
-    k = max(trial.k, 1)
-    others = torch.randint(0, features.shape[0], (k - 1,), generator=gen)
-    idx = torch.cat([torch.tensor([trial.index]), others])
-    xs = features[idx] @ P
-    ys = torch.nn.functional.one_hot(labels[idx].long(), num_labels).float()
+    xs, ys = _client_batch(features, labels, trial, num_labels)
+    torch.manual_seed(trial.seed)  # the current global model: freshly initialised
+    if trial.victim == "hidden":
+        model: nn.Module = HiddenMaskVictim(features.shape[1], trial.dim, num_labels, hidden)
+        xs = xs * input_scale(features)
+        truth = xs  # the attacked variable is the input itself (on the pixel scale, see PIXEL_VARIANCE)
+        reps = model.represent(xs)
+    else:
+        model = MLPHead(trial.dim, num_labels, None, 0.0)
+        truth = xs @ projection(features.shape[1], trial.dim)
+        reps = truth
+    sigma = mixture = None
     if trial.k == 0:
-        x_hidden, y_hidden = xs[:1], ys[:1]
-    else:  # the client's TextHide: its own pool of m masks and one-time keys (never shown to the attacker)
-        rng = SecretGenerator(trial.seed, warn=False)
-        hb = TextHide(m, trial.k, dim=trial.dim, rng=rng).hide(xs, ys)
-        x_hidden, y_hidden = hb.x[:1], hb.y[:1]
-    grad = victim_gradient(head, x_hidden, y_hidden)
-    attack = GradientMatchingAttack(head, config=GradientMatchingConfig(**{**cfg.__dict__, "seed": trial.seed}))
-    out = attack.run(grad, y_hidden, dim=trial.dim, masked=trial.k > 0)
-    mse, ok = score(out.recovered, xs, threshold=cfg.success_mse)
-    enc = out.recovered * out.mask if out.mask is not None else out.recovered
-    enc_mse = float(((enc - x_hidden[0]) ** 2).mean())
-    abs_mse = float(((enc.abs() - x_hidden[0].abs()) ** 2).mean())
-    return {"d": trial.dim, "k": trial.k, "index": trial.index, "seed": trial.seed, "mse": mse, "success": ok,
-            "encoding_mse": enc_mse, "encoding_recovered": enc_mse <= cfg.success_mse,
-            "abs_mse": abs_mse, "abs_recovered": abs_mse <= cfg.success_mse,
-            "grad_distance": out.grad_distance, "iterations": out.iterations, "seconds": round(out.seconds, 3)}
+        h, y_hidden = reps[:1], ys[:1]
+    else:  # the client's TextHide: its own mask (m = 1) and mixing coefficients (never shown to the attacker)
+        h, y_hidden, lam, sigma = hide_one(reps, ys, trial.dim, SecretGenerator(trial.seed, warn=False))
+        mixture = (lam[:, None] * truth).sum(0)  # the same mix of the inputs themselves (evaluation only)
+    params = [p for p in model.parameters() if p.requires_grad]
+    logits = model.logits_of_hidden(h) if isinstance(model, HiddenMaskVictim) else model(h)
+    grads = torch.autograd.grad(task_loss(logits, y_hidden, regression=False), params)
+    grad = {n: g.detach() for (n, _), g in zip(((n, p) for n, p in model.named_parameters() if p.requires_grad), grads)}
+    y_hidden = y_hidden.detach()
+    curve: list[list[float]] = []
+
+    def on_step(it: int, dist: float, x: torch.Tensor, s: torch.Tensor | None) -> None:
+        x_mse = float(((truth - x[None]) ** 2).mean(dim=1).min())
+        m_mse = float(f"{float(((s - sigma) ** 2).mean()):.4g}") if (s is not None and sigma is not None) else None
+        curve.append([it, float(f"{dist:.4g}"), float(f"{x_mse:.4g}"), m_mse])
+
+    attack = GradientMatchingAttack(model, config=GradientMatchingConfig(**{**cfg.__dict__, "seed": trial.seed}))
+    out = attack.run(grad, y_hidden, dim=truth.shape[1], masked=trial.k > 0, on_step=on_step)
+    mse, ok = score(out.recovered, truth, threshold=cfg.success_mse)
+    row = {"victim": trial.victim, "d": trial.dim, "k": trial.k, "index": trial.index, "seed": trial.seed,
+           "mse": mse,
+           "success": ok, "grad_distance": out.grad_distance, "iterations": out.iterations,
+           "seconds": round(out.seconds, 3), "curve": curve}
+    if sigma is not None and out.mask is not None:
+        mask_mse = float(((out.mask - sigma) ** 2).mean())
+        row.update(mask_mse=mask_mse if math.isfinite(mask_mse) else math.inf, mask_matched=mask_mse <= cfg.success_mse)
+    if mixture is not None and trial.k >= 2:
+        row["mixture_mse"] = float(((out.recovered - mixture) ** 2).mean())  # x' = the mixed *input*?
+    if trial.victim == "hidden":
+        rec = analytic_input(grad, "body.0.weight", "body.0.bias")
+        a_mse = score(rec, truth, threshold=cfg.success_mse)[0] if rec is not None else math.inf
+        row.update(analytic_mse=a_mse, analytic_success=a_mse <= cfg.success_mse)
+    else:  # what the input victim's gradient can identify: the encoding s' o x' (and |x|)
+        enc = out.recovered * out.mask if out.mask is not None else out.recovered
+        enc_mse = float(((enc - h[0].detach()) ** 2).mean())
+        abs_mse = float(((enc.abs() - h[0].detach().abs()) ** 2).mean())
+        row.update(encoding_mse=enc_mse, encoding_recovered=enc_mse <= cfg.success_mse, abs_mse=abs_mse,
+                   abs_recovered=abs_mse <= cfg.success_mse)
+    return row
 
 
-def plan(features_count: int, *, dims: list[int], ks: list[int], trials: int, seed: int = 0) -> list[Trial]:
-    """The sweep's trials, in order (d outer, k, trial): fixed by (dims, ks, trials, seed), so a resumed
-    sweep attacks exactly the examples an uninterrupted one would."""
+def plan(features_count: int, *, dims: list[int], ks: list[int], trials: int, seed: int = 0,
+         victim: str = "hidden") -> list[Trial]:
+    """The sweep's trials in rounds: round ``t`` attacks one example (drawn per round) in every (d, k) cell,
+    so cells are paired and a sweep cut short has (nearly) equal counts everywhere. Fixed by the arguments,
+    so a resumed sweep attacks exactly the examples an uninterrupted one would."""
     gen = torch.Generator().manual_seed(seed)
     out: list[Trial] = []
-    for d in dims:
-        for k in ks:
-            for _ in range(trials):
-                i = int(torch.randint(0, features_count, (1,), generator=gen))
-                out.append(Trial(d, k, i, seed * 1_000_003 + len(out)))
+    for _ in range(trials):
+        i = int(torch.randint(0, features_count, (1,), generator=gen))
+        for d in dims:
+            for k in ks:
+                out.append(Trial(d, k, i, seed * 1_000_003 + len(out), victim))
     return out
 
 
+def row_key(row: dict) -> tuple[int, int, int]:
+    """Identifies a finished trial in a results file (for resuming)."""
+    return int(row["d"]), int(row["k"]), int(row["seed"])
+
+
 def sweep(features: torch.Tensor, labels: torch.Tensor, *, dims: list[int], ks: list[int], trials: int,
-          seed: int = 0, config: GradientMatchingConfig | None = None, progress=None,
-          skip: set[tuple[int, int]] = frozenset()) -> list[dict]:  # type: ignore[assignment]
+          seed: int = 0, config: GradientMatchingConfig | None = None, progress=None, victim: str = "hidden",
+          skip: set[tuple[int, int, int]] = frozenset(), deadline: float | None = None) -> list[dict]:  # type: ignore[assignment]
     """``trials`` independent attacks per (d, k); ``k = 0`` is the no-TextHide baseline. Batch size 1, m = 1.
 
-    Cells ``(d, k)`` in ``skip`` (already finished in an earlier, interrupted sweep) are not re-run."""
+    Trials whose :func:`row_key` is in ``skip`` (finished in an earlier, interrupted sweep) are not re-run;
+    no new trial starts after ``deadline`` (a ``time.time()`` value)."""
     rows = []
-    for t in plan(features.shape[0], dims=dims, ks=ks, trials=trials, seed=seed):
-        if (t.dim, t.k) in skip:
+    for t in plan(features.shape[0], dims=dims, ks=ks, trials=trials, seed=seed, victim=victim):
+        if (t.dim, t.k, t.seed) in skip:
             continue
+        if deadline is not None and time.time() >= deadline:
+            break
         rows.append(run_trial(features, labels, t, config=config))
         if progress is not None:
             progress(rows[-1])

@@ -13,8 +13,10 @@ from .common import int_list, positive_int, say
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "gradient-attack", help="gradient-matching attack (DLG) on shared gradients (TextHide Table 2)",
-        description="Sweep: attack batch-size-1 gradients of the MLP head on projected MiniLM representations, "
-                    "d x k, with m = 1 (k = 0 is the no-TextHide baseline). --wire: attack one client gradient "
+        description="Sweep: attack batch-size-1 gradients, d x k, with m = 1 (k = 0 is the no-TextHide baseline). "
+                    "--victim hidden (default, the paper's): MiniLM representation -> non-linear layer -> hidden "
+                    "layer of width d, masked -> head; --victim input: the representation projected to d and "
+                    "masked directly. --wire: attack one client gradient "
                     "from a capture written by `privnlu federated --record-wire`.")
     p.add_argument("--task", default="sst2", help="task whose cached train representations are attacked (default: sst2)")
     p.add_argument("--data-dir", help="GLUE data folder")
@@ -24,6 +26,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trials", type=positive_int, default=50, help="independent attacks per (d, k) (default: 50)")
     p.add_argument("--iterations", type=positive_int, default=1200, help="L-BFGS iterations in all (default: 1200)")
     p.add_argument("--seed", type=int, default=0, help="experiment seed (trial choice, attacker init, victim keys)")
+    p.add_argument("--victim", default="hidden", help="sweep: hidden (the paper's, mask at a hidden layer of width d) "
+                   "or input (mask on the projected input) (default: hidden)")
+    p.add_argument("--train-limit", type=positive_int,
+                   help="sweep: attack examples among the first N training sentences only (default: all)")
+    p.add_argument("--max-minutes", type=float, help="sweep: start no new attack after this many minutes "
+                   "(the rounds are paired across cells, so a cut-short sweep stays balanced; --resume continues)")
     p.add_argument("--wire", help="attack a capture (<run>/wire.safetensors) instead of sweeping")
     p.add_argument("--round", type=positive_int, default=1, help="with --wire: the round to attack")
     p.add_argument("--node", type=int, help="with --wire: the client node id (default: the first reply)")
@@ -38,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", default="", help="with --wire: the encoder folder of the run, whose tokenizer names "
                                                "the recovered token ids (default: the run's, or packaged MiniLM)")
     p.add_argument("--resume", action="store_true",
-                   help="continue an interrupted sweep from --out: finished (d, k) cells are kept, not re-run")
+                   help="continue an interrupted sweep from --out: finished attacks are kept, not re-run")
     p.add_argument("--out", help="results JSON (default: runs/attacks/gradient_matching.json)")
     p.set_defaults(func=run)
 
@@ -46,11 +54,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from ..attacks.gradient_matching import PAPER_TABLE2, GradientMatchingConfig, summarize, sweep
+    from ..attacks.gradient_matching import (
+        PAPER_TABLE2, VICTIMS, GradientMatchingConfig, row_key, summarize, sweep,
+    )
     from ..io import write_json_atomic
 
     if any(d < 1 for d in args.dims) or any(k < 0 for k in args.ks):
         raise PrivnluError("--dims must be >= 1 and --ks >= 0")
+    if args.victim not in VICTIMS:
+        raise PrivnluError(f"--victim must be one of {', '.join(VICTIMS)}, not '{args.victim}'")
+    if args.max_minutes is not None and not args.max_minutes > 0:
+        raise PrivnluError("--max-minutes must be positive")
     cfg = GradientMatchingConfig(iterations=args.iterations, seed=args.seed)
     out = Path(args.out) if args.out else Path("runs/attacks/gradient_matching.json")
     torch.set_num_threads(1)
@@ -61,29 +75,30 @@ def run(args: argparse.Namespace) -> int:
     from ..models import FeatureCache, load_encoder
 
     task = get_task(args.task)
-    train = task.load("train", args.data_dir)
+    train = task.load("train", args.data_dir).head(args.train_limit)
     feats = FeatureCache(args.cache_dir).get(load_encoder(), train, progress=False)
 
     done: list[dict] = _finished_cells(out, args, cfg, task.name) if args.resume else []
-    skip = {(r["d"], r["k"]) for r in done}
+    skip = {row_key(r) for r in done}
     if skip:
-        say(f"resuming {out}: {len(skip)} finished (d, k) cells kept")
+        say(f"resuming {out}: {len(skip)} finished attacks kept")
 
     def record(rows: list[dict], complete: bool) -> dict:
-        return {"kind": "gradient_attack", "source": "sweep", "complete": complete, "task": task.name,
-                "encoder": "packaged MiniLM (cls)", "batch_size": 1, "m": 1, "trials": args.trials, "dims": args.dims,
+        return {"kind": "gradient_attack", "source": "sweep", "complete": complete, "task": task.name, "train_limit": args.train_limit,
+                "encoder": "packaged MiniLM (cls)", "victim": args.victim, "batch_size": 1, "m": 1, "trials": args.trials, "dims": args.dims,
                 "ks": args.ks, "config": cfg.__dict__, "summary": summarize(rows), "paper": PAPER_TABLE2, "rows": rows,
                 "seconds": round(time.time() - t0, 1)}
 
     def progress(row):
         done.append(row)
         say(f"d={row['d']:5d} k={row['k']} mse={row['mse']:.2e} success={row['success']} ({row['seconds']:.1f}s)")
-        if len(done) % args.trials == 0:  # a finished (d, k) cell: keep partial results if interrupted
+        if len(done) % max(1, len(args.dims) * len(args.ks)) == 0:  # a finished round: keep partial results
             write_json_atomic(out, record(done, complete=False))
 
+    deadline = t0 + 60 * args.max_minutes if args.max_minutes else None
     sweep(feats.features, feats.labels, dims=args.dims, ks=args.ks, trials=args.trials, seed=args.seed,
-          config=cfg, progress=progress, skip=skip)
-    rec = record(done, complete=True)
+          config=cfg, progress=progress, skip=skip, victim=args.victim, deadline=deadline)
+    rec = record(done, complete=len(done) == args.trials * len(args.dims) * len(args.ks))
     write_json_atomic(out, rec)
     say(f"success rates {rec['summary']}; results in {out}")
     return 0
@@ -159,17 +174,16 @@ def _finished_cells(out: Path, args: argparse.Namespace, cfg, task_name: str) ->
     try:
         old = read_json(out)
         same = (old["kind"], old["source"], old["task"], old["dims"], old["ks"], old["trials"], old["config"]["seed"],
-                old["config"]["iterations"]) == ("gradient_attack", "sweep", task_name, args.dims, args.ks, args.trials,
-                                                 cfg.seed, cfg.iterations)
+                old["config"]["iterations"], old.get("victim", "input"), old.get("train_limit")) == (
+            "gradient_attack", "sweep", task_name, args.dims, args.ks, args.trials, cfg.seed, cfg.iterations, args.victim,
+            args.train_limit)
         rows = old["rows"]
     except (OSError, ValueError, KeyError, TypeError):
         raise PrivnluError(f"--resume: {out} is not a gradient-attack sweep result") from None
     if not same:
-        raise PrivnluError(f"--resume: {out} was written with other settings (task, dims, ks, trials, seed, iterations)")
-    count: dict[tuple[int, int], int] = {}
-    for r in rows:
-        count[(r["d"], r["k"])] = count.get((r["d"], r["k"]), 0) + 1
-    return [r for r in rows if count[(r["d"], r["k"])] == args.trials]
+        raise PrivnluError(f"--resume: {out} was written with other settings (task, dims, ks, trials, seed, iterations, "
+                           "victim, train limit)")
+    return rows
 
 
 def _score_against_run(run_dir: Path, recovered) -> tuple[float, bool]:

@@ -242,3 +242,21 @@ def token_ids_of(texts: list[str], tokenizer) -> torch.Tensor:
 
 def as_numpy(x: torch.Tensor) -> np.ndarray:
     return x.detach().cpu().numpy()
+
+
+def worst_case(n_w, s_w, word_ids=None) -> dict:
+    """The paper's worst-case reading of Figure 4 (section 5.3: "no token is ever returned more than 500 times in
+    the worst case ... no token produces fewer than 500 distinct new tokens"): the maximum ``N_w`` and the
+    minimum ``S_w`` over the vocabulary, with the tokens that attain them, and how many tokens break a bound.
+
+    Note ``S_w`` counts *distinct outputs* including the token itself (the paper's "unique output tokens").
+    """
+    n = torch.as_tensor(n_w)
+    s = torch.as_tensor(s_w)
+    ids = torch.as_tensor(word_ids) if word_ids is not None else torch.arange(len(n))
+    out = {"max_n_w": int(n.max()), "argmax_n_w": int(ids[int(n.argmax())]),
+           "min_s_w": int(s.min()), "argmin_s_w": int(ids[int(s.argmin())]), "words": int(len(n))}
+    for bound in (500,):
+        out[f"n_w_above_{bound}"] = int((n > bound).sum())
+        out[f"s_w_below_{bound}"] = int((s < bound).sum())
+    return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -104,3 +105,72 @@ def dchi_pretrain(records: list[dict], ctx: Context) -> str | None:
             "'privatized' = inputs privatized at eta; 'at start' = after the clean warm-up of the head, or of the "
             "loaded head (--init-head). Each fine-tuned checkpoint appears in the fine-tuning table under its tag.</p>"
             + table(PT_HEADERS, _pretrain_rows(recs)))
+
+
+# -- Tables 4-5 as the paper prints them: accuracy per (eta, encoder, mode), seeds paired, paper beside ours ------
+
+def _paper_table45(records: list[dict], ctx: Context) -> str | None:
+    from ..experiments.qu2021 import table45
+    from ..paper_values import compare_cells
+    from ..paper_values.qu2021 import finetune as paper_cell
+
+    rows = [r for r in table45(records) if not r["tag"]]
+    if not rows:
+        return None
+    out = []
+    for r in rows:
+        p_tok = r.get("vs_token", {}).get("p")
+        p_enc = r.get("vs_other_encoder", {}).get("p")
+        out.append([r["task"], r["encoder"], r["mode"], "" if r["eta"] is None else f"{r['eta']:g}", len(r["seeds"]),
+                    *compare_cells(r["mean"], paper_cell(r["task"], r["encoder"], r["mode"], r["eta"]), digits=4),
+                    "" if p_tok is None else f"{r['vs_token']['mean_diff']:+.4f} (p={p_tok:.3f})",
+                    "" if p_enc is None else f"{r['vs_other_encoder']['mean_diff']:+.4f} (p={p_enc:.3f})"])
+    return ("<p>Accuracy (fraction, as the paper prints it), mean over seeds; runs with the same seed share the "
+            "privatized data and order, and are compared by Student's paired t-test over seeds (the paper's test; "
+            "its pairing unit is not stated). The paper's Table 5 is QQP; our MRPC rows are compared with it as a "
+            "stand-in. 'text - token': this mode minus token-rep, same encoder (the paper's Delta 1 / Delta 3); "
+            "'vs other encoder': minus the other encoder, same mode.</p>"
+            + table(["task", "encoder", "mode", "eta", "seeds", "paper", "ours", "ours - paper", "text - token (p)",
+                     "vs other encoder (p)"], out))
+
+
+@section("dchi_table45", "d_chi: privacy-constrained fine-tuning beside the paper (Tables 4-5)", order=44)
+def dchi_table45(records: list[dict], ctx: Context) -> str | None:
+    return _paper_table45(_finetune(records), ctx)
+
+
+_PT_TAG = re.compile(r"^pt-([a-z]+?)-?(\d+)?$")
+
+
+@section("dchi_pretrain_gain", "d_chi: fine-tuning gain against pretraining steps (paper Tables 6-7)", order=46)
+def dchi_pretrain_gain(records: list[dict], ctx: Context) -> str | None:
+    """Fine-tuning runs tagged ``pt-<objective>-<steps>`` against the untagged (original encoder) run of the same
+    task, mode, eta and seed: the paired gain, by pretraining steps."""
+    ft = _finetune(records)
+    base = {(r["task"], r["mode"], r["eta"], r.get("seed")): r["metrics"].get("accuracy") for r in ft if not r.get("tag")}
+    gains: dict[tuple, list[float]] = defaultdict(list)
+    for r in ft:
+        m = _PT_TAG.match(r.get("tag") or "")
+        b = base.get((r["task"], r["mode"], r["eta"], r.get("seed")))
+        if m and m.group(2) and b is not None:
+            gains[(r["task"], r["mode"], r["eta"], m.group(1), int(m.group(2)))].append(r["metrics"]["accuracy"] - b)
+    if not gains:
+        return None
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    lines: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
+    rows = []
+    for (task, mode, eta, obj, steps), g in sorted(gains.items(), key=lambda kv: tuple(str(x) for x in kv[0][:4]) + (kv[0][4],)):
+        mean = sum(g) / len(g)
+        lines[(task, mode, eta, obj)].append((steps, mean))
+        rows.append([task, mode, f"{eta:g}", obj, steps, len(g), f"{mean:+.4f}"])
+    for (task, mode, eta, obj), pts in lines.items():
+        ax.plot(*zip(*sorted(pts)), "o-", label=f"{task} {mode} eta={eta:g} {obj}")
+    ax.axhline(0, color="k", lw=0.6)
+    ax.set_xscale("log")
+    ax.set_xlabel("privacy-adaptive pretraining steps")
+    ax.set_ylabel("accuracy gain over the original encoder")
+    ax.legend(fontsize=6)
+    return (ctx.figure(fig, "dchi_pretrain_gain", "paired fine-tuning gain against pretraining steps")
+            + table(["task", "mode", "eta", "objective", "steps", "seeds", "mean gain (accuracy)"], rows))
