@@ -27,6 +27,7 @@ from ..io import read_json, write_json_atomic
 from ..mechanisms.dp import CALIBRATIONS, MECHANISMS, PAPER_EPSILONS, DPSettings, scheme_name
 from .huang2020 import Scale, base_spec, scale
 from .pipeline import RunSpec, prepare, train_run, with_scheme
+from .selection import majority
 from .xie2021 import run_release
 
 FIGURE1_TASKS = ("sst2", "cola")
@@ -76,7 +77,8 @@ def figure1(out: Path, *, tasks: tuple[str, ...] = FIGURE1_TASKS, base: RunSpec 
                 continue
             prep = prep or prepare(spec, progress=progress)
             rec = train_run(spec, prep, progress=False, group=GROUP)
-            rec.update({"scale": sc.name, "dp_scheme": scheme_name(spec.m) if spec.dp else None, **_scores(rec)})
+            rec.update({"scale": sc.name, "dp_scheme": scheme_name(spec.m) if spec.dp else None, "majority": majority(prep),
+                        **_scores(rec)})
             write_json_atomic(path, rec)
             records.append(rec)
             if progress:
