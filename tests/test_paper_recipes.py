@@ -58,3 +58,45 @@ def test_xie2022_figure1_uses_the_unmasked_scheme_and_clean_queries(tmp_path, ba
     masked = xie2022.figure1(tmp_path / "f1m", tasks=("sst2",), base=base, epsilons=(2.0,), mechanisms=("gaussian",),
                              calibrations=("paper",), scale_name=TINY, progress=False, masked=True)
     assert [r for r in masked if r["scheme"] == "dp"][0]["dp_scheme"] == "dp-ie-masked"
+
+
+def _rec(scheme, score, variant="baseline", m="0", k=1, dp=None, group="xie2022", task="sst2", **kw):
+    return {"kind": "train", "group": group, "task": task, "scheme": scheme, "variant": variant, "m": m, "k": k,
+            "score": score, "metric": "accuracy", "mode": "frozen", "dp": dp, "n_train": 100,
+            "spec": {"train": {"epochs": 2, "batch_size": 8}, "dp": {"noisy_queries": False} if dp else None},
+            "eval": {"dev": {"accuracy": score / 100, "score": score}}, "encoder": {"model": "m", "layers": 2}, **kw}
+
+
+def test_dp_report_names_mechanism_epsilon_scheme_and_accounted_epsilon():
+    from privnlu.report.dp_sections import dp_utility_md
+    from privnlu.report.texthide_sections import run_rows
+
+    dp = lambda e, cal, s: _rec("dp", s, "dp-texthide-intra", "0", 4, {"mechanism": "laplace", "calibration": cal,
+                                "target_epsilon": e, "accounted_epsilon": e * 7}, dp_scheme="dp-ie", label="x")
+    recs = [_rec("none", 73.0, majority={"score": 50.9, "accuracy": 50.9}),
+            _rec("texthide", 68.0, "texthide-intra", "16", 4), dp(1, "paper", 55.0), dp(8, "paper", 61.5),
+            dp(8, "correct", 50.9)]
+    md = dp_utility_md(recs)
+    assert "| laplace, paper (not DP), dp-ie (m=0, k=4), clean queries, frozen | accuracy | 55.00 | 61.50 |" in md
+    assert "| laplace, correct, dp-ie (m=0, k=4), clean queries, frozen | accuracy | - | 50.90 |" in md
+    assert "| majority class | accuracy | 50.90 | 50.90 |" in md
+    assert "| accounted epsilon | 7 | 56 |" in md and "not a valid DP guarantee" in md
+    rows = run_rows([{**recs[3], "label": "sst2-dp", "best_score": 62.0, "seconds": 1.0}])
+    assert rows[0][3] == "laplace, eps 8 (accounted 56), paper"
+
+
+def test_table1_report_sets_paper_ours_and_difference_side_by_side():
+    from privnlu.report.texthide_sections import TABLE1_HEAD, table1_rows
+
+    sel = {"chosen_epoch": 1}
+    recs = [_rec("none", 80.0, group="table1", selection=sel, history=[{"eval": {"dev": {"accuracy": 0.8}}}],
+                 majority={"score": 50.9}, steps=100, label="sst2-baseline"),
+            _rec("texthide", 75.0, "texthide-intra", "256", 4, group="table1", selection=sel, steps=2000, label="b")]
+    rows, summary = table1_rows(recs)
+    assert len(rows) == 1 and len(rows[0]) == len(TABLE1_HEAD)
+    row = dict(zip(TABLE1_HEAD[:8], rows[0]))
+    assert row["baseline: paper"] == "92.40" and row["ours"] == "80.00" and row["diff"] == "-12.40"
+    assert rows[0][8:11] == ["91.70", "75.00", "-16.70"] and rows[0][11:14] == ["91.30", "-", "-"]
+    assert rows[0][-1] == 50.9 and "frozen" in row["our setting"] and row["steps b / intra / inter"] == "100 / 2000 / -"
+    assert all(h for h in TABLE1_HEAD)  # no blank column
+    assert "ours 5.00 points over 1 tasks (paper, same tasks, primary metric: 0.70)" in summary and "1.87" in summary
