@@ -96,3 +96,19 @@ def majority(prep: Prepared) -> dict:
     dev = prep.evals[prep.task.eval_splits[0]]
     m = compute(prep.task.metric, np.full(len(dev), const), np.asarray(dev.labels))
     return {"score": m["score"], **({"accuracy": 100 * m["accuracy"]} if "accuracy" in m else {})}
+
+
+#: frozen-mode runs with a smaller ``train_limit`` read the first rows of the features cached at this limit
+FEATURE_CACHE_LIMIT = 20000
+
+
+def prepare_head(spec, *, progress: bool = True, encoder=None) -> Prepared:
+    """:func:`~.pipeline.prepare`, but in frozen mode a ``train_limit`` below :data:`FEATURE_CACHE_LIMIT` takes the
+    first rows of the cached ``FEATURE_CACHE_LIMIT``-example features (the same examples, computed once)."""
+    from .pipeline import prepare
+
+    n = spec.train_limit
+    if spec.mode != "frozen" or n is None or n >= FEATURE_CACHE_LIMIT:
+        return prepare(spec, progress=progress, encoder=encoder)
+    prep = prepare(replace(spec, train_limit=FEATURE_CACHE_LIMIT), progress=progress, encoder=encoder)
+    return replace(prep, train=prep.train.head(n), train_x=prep.train_x[:n])
