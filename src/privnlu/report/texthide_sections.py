@@ -296,7 +296,7 @@ def _dp_cell(r: dict) -> str:
 
 
 def run_rows(records: list[dict]) -> list[list[object]]:
-    return [[r["label"], r.get("group", ""), r["mode"], _dp_cell(r), r["spec"]["train"].get("eval_mask"),
+    return [[r["label"] + (f" ({r['spec'].get('public')})" if r.get("inter") else ""), r.get("group", ""), r["mode"], _dp_cell(r), r["spec"]["train"].get("eval_mask"),
              r["spec"]["train"].get("abs_input", False), r["score"], r["best_score"], r["n_train"], r["seconds"]]
             for r in _train(records)]
 
