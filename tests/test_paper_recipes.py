@@ -100,3 +100,24 @@ def test_table1_report_sets_paper_ours_and_difference_side_by_side():
     assert rows[0][-1] == 50.9 and "frozen" in row["our setting"] and row["steps b / intra / inter"] == "100 / 2000 / -"
     assert all(h for h in TABLE1_HEAD)  # no blank column
     assert "ours 5.00 points over 1 tasks (paper, same tasks, primary metric: 0.70)" in summary and "1.87" in summary
+
+
+def test_cli_reproduce_quick_and_bad_input(tmp_path, tiny_model, capsys):
+    import json
+
+    from privnlu.cli.main import main
+
+    glue = toy_glue_dir(tmp_path, 40)
+    common = ["--model", str(tiny_model), "--data-dir", str(glue), "--cache-dir", str(tmp_path / "c"), "--quiet"]
+    out = tmp_path / "t1"
+    public = tmp_path / "public.txt"
+    public.write_text("".join(f"a public sentence number {i}\n" for i in range(60)))
+    assert main(["reproduce", "huang2020-table1", "--quick", "--tasks", "sst2", "--public", str(public), "--epochs", "1",
+                 "--out", str(out), *common]) == 0
+    recs = [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
+    assert len(recs) == 3 and all(r["scale"] == "quick" and len(r["dev_curve"]) == 1 for r in recs)
+    assert max(r.get("n_public") or 0 for r in recs) == 60  # the quick scale's minimum (2,500), capped at the corpus
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "xie2022-figure1", "--epsilons", "1,x", *common])
+    assert exc.value.code == 2 and "comma-separated numbers" in capsys.readouterr().err

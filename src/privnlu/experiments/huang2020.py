@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from ..data import load_public_corpus
 from ..errors import require_choice
@@ -105,7 +105,8 @@ def public_size(n_private: int, corpus: str, minimum: int = 10000) -> int:
 
 def run_point(spec: RunSpec, prep, out: Path, sc: Scale, *, group: str, progress: bool, extra: dict | None = None) -> dict:
     """One selected run, resumable: a results JSON already under ``out`` with the same spec is read back."""
-    path = out / f"{spec.label}{'' if spec.public == DEFAULT_PUBLIC or not spec.inter else '-' + spec.public}-{spec.mode}.json"
+    public = "" if spec.public == DEFAULT_PUBLIC or not spec.inter else "-" + PurePath(spec.public).stem
+    path = out / f"{spec.label}{public}-{spec.mode}.json"
     if path.exists():
         rec = read_json(path)
         if rec.get("spec", {}).get("train_limit") == spec.train_limit and rec.get("scale") == sc.name:
