@@ -24,8 +24,10 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def _scale(a) -> dict:
+    """The scale, with --epochs, --lrs and --encoder-lrs overriding its budget (the name says it was changed)."""
     sc = huang2020.SCALES[a.scale]
-    return {"scale_name": replace(sc, epochs=a.epochs) if a.epochs else sc, "mode": a.mode}
+    over = {k: v for k, v in (("epochs", a.epochs), ("lrs", a.lrs), ("encoder_lrs", a.encoder_lrs)) if v}
+    return {"scale_name": replace(sc, **over) if over else sc, "mode": a.mode}
 
 
 def _dp(a) -> dict:
@@ -80,6 +82,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "2,000 steps, head lr grid; paper: full data, the paper's encoder lr grid, batch 32 (a GPU run). "
                         "--train-limit and --epochs override the scale (default: cpu)")
     g.add_argument("--quick", action="store_const", const="quick", dest="scale", help="same as --scale quick")
+    g.add_argument("--lrs", type=_floats, help="head learning rates to select from (default: the scale's)")
+    g.add_argument("--encoder-lrs", type=_floats, help="encoder learning rates to select from, joint mode (default: the scale's)")
     g.add_argument("--mode", default="frozen", choices=["frozen", "joint"],
                    help="frozen encoder features, or joint fine-tuning as in the papers (default: frozen)")
     g.add_argument("--device", help="cpu or cuda (default: cpu)")

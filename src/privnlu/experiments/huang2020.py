@@ -16,7 +16,7 @@ numbers are in :mod:`privnlu.paper_values.huang2020`; the report sets them besid
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path, PurePath
 
 from ..data import load_public_corpus
@@ -103,16 +103,22 @@ def public_size(n_private: int, corpus: str, minimum: int = 10000) -> int:
     return min(len(load_public_corpus(corpus)), max(minimum, math.ceil(1.25 * n_private)))
 
 
+def json_safe(d: dict) -> dict:
+    """Tuples as lists, so that a budget compares equal to itself read back from JSON."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+
 def run_point(spec: RunSpec, prep, out: Path, sc: Scale, *, group: str, progress: bool, extra: dict | None = None) -> dict:
     """One selected run, resumable: a results JSON already under ``out`` with the same spec is read back."""
     public = "" if spec.public == DEFAULT_PUBLIC or not spec.inter else "-" + PurePath(spec.public).stem
     path = out / f"{spec.label}{public}-{spec.mode}.json"
+    budget = json_safe(asdict(sc))
     if path.exists():
         rec = read_json(path)
-        if rec.get("spec", {}).get("train_limit") == spec.train_limit and rec.get("scale") == sc.name:
+        if rec.get("spec", {}).get("train_limit") == spec.train_limit and rec.get("budget") == budget:
             return rec
     rec = select_and_run(candidates(spec, len(prep.train), sc), prep, out=path, progress=progress, group=group,
-                         extra={"scale": sc.name, **(extra or {})})
+                         extra={"scale": sc.name, "budget": budget, **(extra or {})})
     if progress:
         print(f"  {path.stem:>50s}  {rec['metric']} {rec['score']:.2f} (epoch {rec['selection']['chosen_epoch']})",
               flush=True)
