@@ -64,7 +64,7 @@ RECIPES = {
         "Xie & Hong 2022 Figure 2: reconstruction attack vs epsilon on SST-2 and CoLA, both calibrations"),
 }
 #: old names, kept for one release
-ALIASES = {"xie2022-figure2-attack": "xie2022-figure2"}
+ALIASES = {"xie2022-figure2-attack": "xie2022-figure2", "xie2022-figure1-clean-queries": "xie2022-figure1"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
