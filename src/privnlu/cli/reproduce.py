@@ -42,7 +42,7 @@ def _dp(a) -> dict:
 RECIPES = {
     "huang2020-table1": (lambda out, base, tasks, progress, a: huang2020.table1(
         out, tasks=tasks or huang2020.TABLE1_TASKS, base=base, progress=progress, public=a.public or huang2020.DEFAULT_PUBLIC,
-        **_scale(a)),
+        variants=_names(a.variants) if a.variants else ("baseline", "intra", "inter"), **_scale(a)),
         "TextHide Table 1: baseline vs intra vs inter on SST-2, CoLA, MRPC, STS-B and RTE, (256, 4) and (16, 4) for RTE"),
     "huang2020-figure2": (lambda out, base, tasks, progress, a: huang2020.figure2(
         out, task=tasks[0] if tasks else "sst2", base=base, progress=progress, **_scale(a)),
@@ -82,6 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "2,000 steps, head lr grid; paper: full data, the paper's encoder lr grid, batch 32 (a GPU run). "
                         "--train-limit and --epochs override the scale (default: cpu)")
     g.add_argument("--quick", action="store_const", const="quick", dest="scale", help="same as --scale quick")
+    g.add_argument("--variants", help="huang2020-table1: runs to make, of baseline,intra,inter (default: all three)")
     g.add_argument("--lrs", type=_floats, help="head learning rates to select from (default: the scale's)")
     g.add_argument("--encoder-lrs", type=_floats, help="encoder learning rates to select from, joint mode (default: the scale's)")
     g.add_argument("--mode", default="frozen", choices=["frozen", "joint"],

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path, PurePath
 
 from ..data import load_public_corpus
-from ..errors import require_choice
+from ..errors import require, require_choice
 from ..io import read_json
 from ..paper_values.huang2020 import TABLE1_DEFAULT_POINT, TABLE1_POINT
 from ..training import TrainConfig
@@ -126,9 +126,11 @@ def run_point(spec: RunSpec, prep, out: Path, sc: Scale, *, group: str, progress
 
 
 def table1(out: Path, *, tasks: tuple[str, ...] = TABLE1_TASKS, base: RunSpec | None = None, progress: bool = True,
-           scale_name: str | Scale = "cpu", mode: str = "frozen", public: str = DEFAULT_PUBLIC) -> list[dict]:
-    """Baseline, intra and inter for every task; one JSON per run under ``out``."""
+           scale_name: str | Scale = "cpu", mode: str = "frozen", public: str = DEFAULT_PUBLIC,
+           variants: tuple[str, ...] = ("baseline", "intra", "inter")) -> list[dict]:
+    """Baseline, intra and inter (or the given ``variants``) for every task; one JSON per run under ``out``."""
     sc = scale(scale_name)
+    require(set(variants) <= {"baseline", "intra", "inter"}, f"variants are baseline, intra, inter, not {variants}")
     records = []
     for task in tasks:
         spec0 = base_spec(task, sc, mode=mode, base=base)
@@ -136,8 +138,10 @@ def table1(out: Path, *, tasks: tuple[str, ...] = TABLE1_TASKS, base: RunSpec | 
         prep = prepare(spec0, progress=progress)
         n_pub = public_size(len(prep.train), public, sc.min_public)
         inter = replace(with_scheme(spec0, m=m, k=k, inter=True), public=public, public_size=n_pub)
-        prep_inter = prepare(inter, progress=progress, encoder=prep.encoder)
-        for spec, p in ((spec0, prep), (with_scheme(spec0, m=m, k=k), prep), (inter, prep_inter)):
+        runs = {"baseline": (spec0, prep), "intra": (with_scheme(spec0, m=m, k=k), prep)}
+        if "inter" in variants:
+            runs["inter"] = (inter, prepare(inter, progress=progress, encoder=prep.encoder))
+        for spec, p in (runs[v] for v in variants):
             records.append(run_point(spec, p, out, sc, group="table1", progress=progress,
                                      extra={"n_public": n_pub if spec.inter else None}))
     return records
