@@ -97,7 +97,7 @@ def test_table1_report_sets_paper_ours_and_difference_side_by_side():
     row = dict(zip(TABLE1_HEAD[:8], rows[0]))
     assert row["baseline: paper"] == "92.40" and row["ours"] == "80.00" and row["diff"] == "-12.40"
     assert rows[0][8:11] == ["91.70", "75.00", "-16.70"] and rows[0][11:14] == ["91.30", "-", "-"]
-    assert rows[0][-1] == 50.9 and "frozen" in row["our setting"] and row["steps b / intra / inter"] == "100 / 2000 / -"
+    assert rows[0][-1] == 50.9 and "frozen" in row["our setting"] and row["steps to the reported epoch b / intra / inter"] == "100 / 2000 / -"
     assert all(h for h in TABLE1_HEAD)  # no blank column
     assert "ours 5.00 points over 1 tasks (paper, same tasks, primary metric: 0.70)" in summary and "1.87" in summary
 

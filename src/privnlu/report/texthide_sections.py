@@ -24,7 +24,7 @@ PAPER_SETTING = ("Paper: BERT-base (12 layers, d = 768) fine-tuned jointly with 
 #: our metric key of a task's secondary number, beside its primary one
 SECONDARY = {"f1_accuracy": "accuracy", "pearson_spearman": "spearman"}
 PRIMARY_KEY = {"accuracy": "accuracy", "f1_accuracy": "f1", "matthews": "mcc", "pearson_spearman": "pearson"}
-TABLE1_HEAD = ["task", "metric", "our setting", "(m, k)", "steps b / intra / inter",
+TABLE1_HEAD = ["task", "metric", "our setting", "(m, k)", "steps to the reported epoch b / intra / inter",
                "baseline: paper", "ours", "diff", "intra: paper", "ours", "diff", "inter: paper", "ours", "diff",
                "majority class"]
 
@@ -60,13 +60,21 @@ def metric_value(r: dict | None, key: str) -> float | None:
     return 100 * v if v is not None else None
 
 
+def encoder_name(enc: dict) -> str:
+    """A readable model name: the last path part that is not a generic folder name (``model``, ``encoder``)."""
+    parts = [p for p in PurePath(str(enc.get("model", "?"))).parts if p not in ("model", "encoder", "/")]
+    name = parts[-1] if parts else "?"
+    return name.removeprefix("gt_").replace("all_minilm_l6_v2", "all-MiniLM-L6-v2")
+
+
 def setting(r: dict) -> str:
     """Encoder, pooling, frozen or fine-tuned, training examples: how a run differs from the paper's setting."""
     enc = r.get("encoder") or {}
-    name = PurePath(str(enc.get("model", "?"))).name
+    name = encoder_name(enc)
     mode = "fine-tuned (joint)" if r.get("mode") == "joint" else "frozen"
     sel = "selected on 10% of train" if r.get("selection") else "last epoch"
-    return f"{name} ({enc.get('layers', '?')} layers, {enc.get('pooling', '?')}), {mode}, {r['n_train']} train, {sel}"
+    return (f"{name} ({enc.get('layers', '?')} layers, d = {enc.get('hidden_size', '?')}, {enc.get('pooling', '?')}), "
+            f"{mode}, {r['n_train']} train, {sel}")
 
 
 def _steps(r: dict | None) -> str:
@@ -82,7 +90,7 @@ def table1_rows(records: list[dict]) -> tuple[list[list[object]], str]:
     """Rows of Table 1 (one per task and metric) and a sentence comparing the mean reductions with the paper's."""
     rows: list[list[object]] = []
     drops: dict[str, list[float]] = defaultdict(list)
-    paper_rows: list[str] = []
+    paper_rows: dict[str, list[str]] = defaultdict(list)
     for (task, mode), v in _by_task(records).items():
         any_run = next(iter(v.values()))
         keys = [PRIMARY_KEY[any_run["metric"]]] + ([SECONDARY[any_run["metric"]]] if any_run["metric"] in SECONDARY else [])
@@ -98,15 +106,15 @@ def table1_rows(records: list[dict]) -> tuple[list[list[object]], str]:
                 cells += compare_cells(ours, paper.table1(task, var, key), digits=2)
                 if i == 0 and var != "baseline" and ours is not None and base is not None:
                     drops[f"{var} ({mode})"].append(base - ours)
+                    if task in paper.PRIMARY_METRIC:
+                        paper_rows[f"{var} ({mode})"].append(paper.TASK_ROWS[(task, key)])
             mcell = maj.get("score") if i == 0 else maj.get(key if key == "accuracy" else "")
             cells.append(mcell if mcell is not None else "-")
             rows.append(cells)
-            if i == 0 and mode == "frozen" and task in paper.PRIMARY_METRIC:
-                paper_rows.append(paper.TASK_ROWS[(task, key)])
     parts = []
     for var, d in drops.items():
         name = var.split(" ")[0]
-        same = paper.mean_reduction(name, sorted(set(paper_rows))) if paper_rows else None
+        same = paper.mean_reduction(name, paper_rows[var]) if paper_rows[var] else None
         parts.append(f"mean reduction of {var}: ours {sum(d) / len(d):.2f} points over {len(d)} tasks"
                      + (f" (paper, same tasks, primary metric: {same:.2f})" if same is not None else ""))
     claim = lookup("huang2020", "Table 1", "mean reduction", "TextHide-intra")
