@@ -12,6 +12,7 @@ from collections import defaultdict
 
 from ..paper_values import values
 from .registry import Context, md_table, section, table
+from .texthide_sections import encoder_name
 
 Curve = dict[float, tuple[dict, float]]  # target epsilon -> (record, accounted epsilon)
 
@@ -72,7 +73,7 @@ def _rows(task: str, refs: dict[str, dict], curves: dict[str, Curve]) -> tuple[l
 def _setting(curves: dict[str, Curve]) -> str:
     r = next(iter(next(iter(curves.values())).values()))[0]
     enc = r.get("encoder") or {}
-    return (f"Ours: {enc.get('model', '?')} ({enc.get('layers', '?')} layers), {r.get('mode', 'frozen')}, "
+    return (f"Ours: {encoder_name(enc)} ({enc.get('layers', '?')} layers), {r.get('mode', 'frozen')}, "
             f"{r['n_train']} train examples, {r['spec']['train']['epochs']} epochs, last epoch reported. Paper: BERT "
             "(d = 768) features, MLP head (768, 768, 768), full CoLA and SST-2.")
 
