@@ -154,7 +154,7 @@ def texthide_table(records: list[dict], ctx: Context) -> str | None:
     ax.scatter(x, maj, marker="x", color="red", label="majority class", zorder=3)
     ax.set_xticks(x, [f"{t} ({m})" for t, m in keys], fontsize=8)
     ax.set_ylabel("dev score (task metric x100)")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_title("TextHide Table 1: ours (bars) vs the paper (black)")
     return html + ctx.figure(fig, "texthide_table1", "bar chart of baseline, intra and inter per task, paper marked")
 
