@@ -80,22 +80,6 @@ def test_train_and_encode_with_scheme_dp(capsys, tmp_path, tiny_model, toy_glue,
     assert not (tmp_path / "bad" / "result.json").exists()
 
 
-def test_report_section_tabulates_utility_against_epsilon(tmp_path):
-    from privnlu.report.dp_sections import dp_utility_md
-
-    def rec(scheme, score, variant="baseline", m="0", k=1, dp=None):
-        return {"kind": "train", "group": "xie2022", "task": "sst2", "scheme": scheme, "variant": variant, "m": m, "k": k,
-                "score": score, "dp": dp}
-
-    dp = lambda e, cal, s: rec("dp", s, "dp-texthide-intra", "16", 4, {"mechanism": "laplace", "calibration": cal,
-                                                                      "target_epsilon": e, "accounted_epsilon": e * 7})
-    md = dp_utility_md([rec("none", 73.0), rec("texthide", 68.0, "texthide-intra", "16", 4), dp(1, "paper", 55.0),
-                        dp(8, "paper", 61.5), dp(8, "correct", 50.9), {"kind": "train", "group": "sweep"}])
-    assert "| laplace | paper (not DP) | 55.00 | 61.50 | 56 |" in md
-    assert "| laplace | correct |  | 50.90 | 56 |" in md
-    assert "| TextHide (16, 4) |  | 68.00 | 68.00 |  |" in md
-
-
 def test_clean_queries_are_clipped_and_masked_without_noise():
     settings = DPSettings(epsilon=8, clip=0.5, noisy_queries=False)
     spec = with_scheme(RunSpec(task="sst2"), m=1, k=2, dp=settings)

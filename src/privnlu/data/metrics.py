@@ -20,7 +20,8 @@ def f1_accuracy(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
 
 
 def matthews(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
-    return {"mcc": float(matthews_corrcoef(gold, pred))}
+    # accuracy beside MCC: Xie & Hong 2022 plot CoLA in accuracy
+    return {"mcc": float(matthews_corrcoef(gold, pred)), "accuracy": float(accuracy_score(gold, pred))}
 
 
 def pearson_spearman(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:

@@ -171,6 +171,7 @@ def get_task(name: str) -> TaskSpec:
 
 PUBLIC_CORPORA: dict[str, Callable[[int | None], TextDataset]] = {
     "wiki": lambda limit: embedded.load_wiki("all", limit=limit),
+    **{n: (lambda limit, n=n: embedded.load_public(n, limit)) for n in embedded.PUBLIC_NAMES if n != "wiki"},
 }
 
 
@@ -180,7 +181,7 @@ def load_public_corpus(name: str, limit: int | None = None) -> TextDataset:
         return PUBLIC_CORPORA[name](limit)
     path = Path(name)
     if not path.is_file():
-        raise PrivnluError(f"unknown public corpus '{name}': use 'wiki' or a text file with one sentence per line")
+        raise PrivnluError(f"unknown public corpus '{name}': use {', '.join(PUBLIC_CORPORA)} or a text file with one sentence per line")
     lines = [ln.strip() for ln in read_utf8(path).splitlines() if ln.strip()]
     if not lines:
         raise PrivnluError(f"{path}: the public corpus is empty")

@@ -1,20 +1,21 @@
 """Recipe: DP instance encoding (Xie & Hong 2022, "Differentially Private Instance Encoding against Privacy Attacks").
 
-Figure 1 of the paper: task utility against epsilon for Laplace and Gaussian
-DP instance encoding, beside plain TextHide (16, 4) and the no-privacy
-baseline. Every point is one :func:`~privnlu.experiments.pipeline.train_run`
-with ``scheme="dp"`` on shared cached features, under both calibrations:
+Figure 1 of the paper: task utility against epsilon for Laplace and Gaussian DP instance encoding, beside plain
+TextHide (16, 4) and the no-privacy baseline. The DP runs use the paper's scheme, Algorithm 1: clip, mix k = 4
+with TextHide's coefficients, noise on each encoding and **no sign mask** (``m = 0``, ``dp-ie``); ``masked=True``
+adds TextHide's (16, 4) masks (``dp-ie-masked``, the variant privnlu ran first). Two calibrations:
 
-* ``correct``: clip in the noise's norm, noise calibrated so that every example is
-  (epsilon, delta)-DP over all ``k x epochs`` encodings it takes part in
-  (:func:`privnlu.mechanisms.dp.calibrate`);
-* ``paper``: the paper's per-encoding calibration (Laplace with ``2C/epsilon`` on
-  L2-clipped vectors), **not a valid DP guarantee**; each record carries the
-  epsilon the run really has.
+* ``correct``: noise calibrated so that every example is (epsilon, delta)-DP over all ``k x epochs`` encodings it
+  takes part in (:func:`privnlu.mechanisms.dp.calibrate`);
+* ``paper``: Theorems 3 and 4 per encoding (:func:`privnlu.mechanisms.dp.paper_mechanism`), **not a valid DP
+  guarantee**; each record carries the epsilon the release really has.
 
-Figure 2, the reconstruction attack (Xie & Hong 2021's pipeline,
-:mod:`privnlu.experiments.xie2021`) against DP TextHide (16, 4) at every epsilon,
-is :func:`figure2` (also ``privnlu attack reconstruct --dp-*``).
+Dev queries are clean (clipped, not noised) by default, as the paper evaluates the model on the private task;
+``noisy_queries=True`` noises them too. CoLA is scored in accuracy, as the paper plots it, with MCC beside.
+Modes: ``frozen`` (cached features) and ``joint`` (the encoder fine-tuned through the noise).
+
+Figure 2: the reconstruction attack (Xie & Hong 2021's pipeline, :mod:`privnlu.experiments.xie2021`) against the
+same mechanisms at every epsilon, on SST-2 and CoLA (:func:`figure2`).
 """
 
 from __future__ import annotations
@@ -22,56 +23,79 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from ..io import read_json
-from ..mechanisms.dp import CALIBRATIONS, MECHANISMS, PAPER_EPSILONS, DPSettings
-from ..training import TrainConfig
-from .pipeline import RunSpec, prepare, train_run, with_scheme
+from ..io import read_json, write_json_atomic
+from ..mechanisms.dp import CALIBRATIONS, MECHANISMS, PAPER_EPSILONS, DPSettings, scheme_name
+from .huang2020 import Scale, base_spec, scale
+from .pipeline import RunSpec, train_run, with_scheme
+from .selection import majority
+from .selection import prepare_head as prepare
 from .xie2021 import run_release
 
 FIGURE1_TASKS = ("sst2", "cola")
 TEXTHIDE_POINT = (16, 4)  # the paper compares against TextHide (16, 4)
+DP_K = 4
 GROUP = "xie2022"
-CLEAN_QUERY_EPSILONS = (1, 8, 20)
-ATTACK_CONDITION = "16:4"
-#: About 85 % reconstruction success against plain TextHide (quoted in issue 3); the curve is not available here.
-PAPER_TEXTHIDE_ATTACK = 85
+PAPER_TEXTHIDE_ATTACK = 85  # "around 85%" (Section 5.3); see privnlu.paper_values.xie2022
+ATTACK_CONDITION = "16:4"  # plain TextHide, the reference of Figure 2
+
+
+def dp_point(masked: bool) -> tuple[int, int]:
+    """(m, k) of the DP runs: the paper's (0, 4), or TextHide's masks (16, 4)."""
+    return (TEXTHIDE_POINT[0] if masked else 0, DP_K)
+
+
+def _scores(rec: dict) -> dict:
+    """Accuracy beside the task metric (CoLA: accuracy as the paper plots it, MCC as GLUE scores it)."""
+    ev = next(iter(rec["eval"].values()))
+    return {"accuracy": 100 * ev["accuracy"] if "accuracy" in ev else None}
 
 
 def figure1(out: Path, *, tasks: tuple[str, ...] = FIGURE1_TASKS, base: RunSpec | None = None,
             epsilons: tuple[float, ...] = PAPER_EPSILONS, mechanisms: tuple[str, ...] = MECHANISMS,
             calibrations: tuple[str, ...] = CALIBRATIONS, clip: float = 1.0, delta: float = 1e-5,
-            noisy_queries: bool = True, progress: bool = True) -> list[dict]:
-    """Baseline, TextHide (16, 4) and DP TextHide (16, 4) at every (mechanism, calibration, epsilon); resumable.
+            noisy_queries: bool = False, masked: bool = False, scale_name: str | Scale = "cpu", mode: str = "frozen",
+            progress: bool = True) -> list[dict]:
+    """Baseline, TextHide (16, 4) and DP-IE at every (mechanism, calibration, epsilon); resumable.
 
-    A run whose results JSON already exists under ``out`` is read back, not retrained. ``noisy_queries=False``
-    evaluates on noise-free (clipped, masked) dev queries: training-release privacy only.
+    A run whose results JSON already exists under ``out`` is read back, not retrained. Hyperparameters are the
+    scale's first (no selection: the grid is already 8 x 2 x 2 runs per task; docs/decisions.md, issue 10).
     """
-    m, k = TEXTHIDE_POINT
+    sc: Scale = scale(scale_name)
+    m, k = dp_point(masked)
     records = []
     for task in tasks:
-        spec0 = replace(base, task=task) if base else RunSpec(task=task, train=TrainConfig())
-        specs = [with_scheme(spec0, m=0, k=1), with_scheme(spec0, m=m, k=k)]
+        spec0 = base_spec(task, sc, mode=mode, base=base)
+        spec0 = replace(spec0, encoder_lr=sc.encoder_lrs[0], train=replace(spec0.train, lr=sc.lrs[0]))
+        specs = [spec0, with_scheme(spec0, m=TEXTHIDE_POINT[0], k=TEXTHIDE_POINT[1])]
         specs += [with_scheme(spec0, m=m, k=k, dp=DPSettings(mechanism=mech, epsilon=eps, delta=delta, clip=clip,
                                                              calibration=cal, noisy_queries=noisy_queries))
                   for mech in mechanisms for cal in calibrations for eps in epsilons]
         prep = None
         for spec in specs:
-            path = out / f"{spec.label}.json"
+            path = out / f"{spec.label}-{mode}.json"
             if path.exists():
                 records.append(read_json(path))
                 continue
             prep = prep or prepare(spec, progress=progress)
-            rec = train_run(spec, prep, out=path, progress=False, group=GROUP)
+            rec = train_run(spec, prep, progress=False, group=GROUP)
+            rec.update({"scale": sc.name, "dp_scheme": scheme_name(spec.m) if spec.dp else None, "majority": majority(prep),
+                        **_scores(rec)})
+            write_json_atomic(path, rec)
             records.append(rec)
             if progress:
-                print(f"  {spec.label:>60s}  {rec['metric']} {rec['score']:.2f}", flush=True)
+                print(f"  {path.stem:>64s}  {rec['metric']} {rec['score']:.2f}", flush=True)
     return records
 
 
-def figure2(out: Path, *, tasks: tuple[str, ...] = ("cola",), base: RunSpec | None = None, progress: bool = True,
+def figure2(out: Path, *, tasks: tuple[str, ...] = FIGURE1_TASKS, base: RunSpec | None = None, progress: bool = True,
             epsilons: tuple[float, ...] = PAPER_EPSILONS, mechanisms: tuple[str, ...] = MECHANISMS,
-            calibrations: tuple[str, ...] = CALIBRATIONS) -> list[dict]:
-    """Figure 2: reconstruction-attack success on DP TextHide (16, 4) per (task, mechanism, calibration, epsilon)."""
-    return [run_release(out, f"rec_{t}_dp_{mech}_{cal}_eps{eps:g}", t, (ATTACK_CONDITION,), base, progress,
-                        DPSettings(mechanism=mech, epsilon=eps, calibration=cal))
-            for t in tasks for mech in mechanisms for cal in calibrations for eps in epsilons]
+            calibrations: tuple[str, ...] = CALIBRATIONS, masked: bool = False) -> list[dict]:
+    """Figure 2: reconstruction-attack success per (task, mechanism, calibration, epsilon), on the DP-IE scheme
+    (``m = 0``; ``masked``: TextHide's (16, 4) masks), plus plain TextHide (16, 4) per task."""
+    m, k = dp_point(masked)
+    cond = f"{m}:{k}"
+    recs = [run_release(out, f"rec_{t}_texthide_m16_k4", t, (ATTACK_CONDITION,), base, progress) for t in tasks]
+    recs += [run_release(out, f"rec_{t}_{scheme_name(m)}_{mech}_{cal}_eps{eps:g}", t, (cond,), base, progress,
+                         DPSettings(mechanism=mech, epsilon=eps, calibration=cal))
+             for t in tasks for mech in mechanisms for cal in calibrations for eps in epsilons]
+    return recs

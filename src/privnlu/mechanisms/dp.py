@@ -34,10 +34,15 @@ Wang 2018, ``dp_accounting.get_sigma_gaussian``) for the composition (a
 composition of ``n`` Gaussians with multiplier ``z`` is one Gaussian with
 multiplier ``z / sqrt(n)``); the Laplace by bisection over :func:`composed_epsilon`
 (PLD, RDP and pure-DP bounds of ``n`` Laplace mechanisms). Either way the noise is
-raised until the accounted epsilon is at most the target. ``paper``: one encoding only, Laplace
-scale ``2C / epsilon`` on L2-clipped vectors and the classical Gaussian
-``sigma = 2C sqrt(2 ln(1.25/delta)) / epsilon``: **not a valid DP guarantee**
-for the release; privnlu then reports the epsilon the release really has.
+raised until the accounted epsilon is at most the target. ``paper``: one encoding only, as the paper's
+Theorems 3 and 4 calibrate it (:func:`paper_mechanism`): Laplace scale ``2C / epsilon`` on L2-clipped vectors,
+Gaussian ``sigma = C (1 + sqrt(2 ln(1/delta))) / epsilon`` (sensitivity ``C``; the reading of Theorem 4 chosen
+in docs/dp_encoding.md): **not a valid DP guarantee** for the release; privnlu then reports the epsilon the
+release really has.
+
+**Masks.** The paper's Algorithm 1 applies no sign mask: its scheme is ``m = 0`` here (``DP-IE``). With
+``m > 0`` the encodings are also masked as TextHide masks them (``DP-IE + TextHide masks``, the variant privnlu
+ran first); :func:`scheme_name` names the two.
 
 Only the encodings are protected: the mixed labels are released as TextHide
 releases them, without noise, and are not covered by this guarantee.
@@ -307,12 +312,8 @@ def calibrate(kind: str, *, epsilon: float, delta: float, clip: float, dim: int,
     check_dp_settings(kind, epsilon, delta, clip, calibration)
     n = participations(k, epochs, inter=inter)
     if calibration == "paper":
-        delta_paper = 2.0 * clip * max_weight  # the paper's sensitivity, in both cases
-        if kind == "gaussian":
-            noise = delta_paper * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
-            mech: EncodingMechanism = GaussianEncoding(clip=clip, noise=noise, dim=dim, max_weight=max_weight)
-        else:  # clipped in L2, as the paper does
-            mech = LaplaceEncoding(clip=clip, noise=delta_paper / epsilon, dim=dim, clip_norm="l2", max_weight=max_weight)
+        mech: EncodingMechanism = paper_mechanism(kind, epsilon=epsilon, delta=delta, clip=clip, dim=dim,
+                                                  max_weight=max_weight)
     else:
         base = make_mechanism(kind, clip=clip, noise=1.0, dim=dim, max_weight=max_weight)
         z, accounted = correct_noise_multiplier(kind, epsilon, delta, n)
@@ -364,6 +365,41 @@ def _bisect(eps_at, epsilon: float, lo: float, hi: float) -> float:
     return hi
 
 
+THEOREM4_READINGS = ("std", "variance")
+#: the reading of Theorem 4 that the ``paper`` calibration uses (docs/dp_encoding.md says why)
+THEOREM4_READING = "std"
+
+
+def theorem3_scale(epsilon: float, clip: float) -> float:
+    """Xie & Hong 2022, Theorem 3 (Eq. 3): Laplace density ``eps/(4C) exp(-eps |x| / (2C))`` per coordinate, i.e.
+    scale ``b = 2C / epsilon`` (the paper's L1 sensitivity ``2C`` on L2-clipped vectors)."""
+    return 2.0 * clip / epsilon
+
+
+def theorem4_sigma(epsilon: float, delta: float, clip: float, reading: str = THEOREM4_READING) -> float:
+    """Xie & Hong 2022, Theorem 4: Gaussian noise with L2 sensitivity ``C``. The extracted text reads
+    ``sigma^2 = (1 + sqrt(2 log(1/delta)))^2 / epsilon * C^2`` and calls it the standard deviation; two readings:
+
+    * ``"std"`` (used): ``sigma = C (1 + sqrt(2 ln(1/delta))) / epsilon`` (the exponent of ``epsilon`` lost in
+      extraction; noise scales as ``Delta / epsilon`` like every Gaussian mechanism, Theorem 2 included);
+    * ``"variance"`` (literal): ``sigma = C (1 + sqrt(2 ln(1/delta))) / sqrt(epsilon)``.
+    """
+    require_choice("Theorem 4 reading", reading, THEOREM4_READINGS)
+    base = clip * (1.0 + math.sqrt(2.0 * math.log(1.0 / delta)))
+    return base / epsilon if reading == "std" else base / math.sqrt(epsilon)
+
+
+def paper_mechanism(kind: str, *, epsilon: float, delta: float, clip: float, dim: int, max_weight: float = 1.0,
+                    reading: str = THEOREM4_READING) -> EncodingMechanism:
+    """One encoding's noise exactly as Theorems 3 and 4 calibrate it (both clip in L2): **not a valid DP guarantee**
+    for the release (:func:`account` gives the epsilon it really has)."""
+    if kind == "gaussian":
+        return GaussianEncoding(clip=clip, noise=max_weight * theorem4_sigma(epsilon, delta, clip, reading), dim=dim,
+                                max_weight=max_weight)
+    return LaplaceEncoding(clip=clip, noise=max_weight * theorem3_scale(epsilon, clip), dim=dim, clip_norm="l2",
+                           max_weight=max_weight)
+
+
 @dataclass(frozen=True)
 class DPSettings:
     """What a user asks of DP instance encoding; :meth:`calibrate` turns it into noise for a given release.
@@ -390,6 +426,11 @@ class DPSettings:
     def calibrate(self, *, dim: int, k: int, epochs: int, inter: bool = False) -> Calibration:
         return calibrate(self.mechanism, epsilon=self.epsilon, delta=self.delta, clip=self.clip, dim=dim, k=k,
                          epochs=epochs, inter=inter, calibration=self.calibration)
+
+
+def scheme_name(m: float) -> str:
+    """``dp-ie`` for the paper's Algorithm 1 (no sign mask, ``m = 0``), ``dp-ie-masked`` with TextHide's masks."""
+    return "dp-ie" if m == 0 else "dp-ie-masked"
 
 
 class DPTextHide(TextHide):

@@ -1,14 +1,32 @@
-"""Report sections for TextHide: Table 1 (baseline vs intra vs inter) and the m x k sweep."""
+"""Report sections for TextHide: Table 1 (baseline vs intra vs inter), the m x k grid (Figure 2), public corpora
+(Table 6), dev learning curves, and the list of all runs.
+
+Every table that reproduces one of the paper's sets the paper's number (:mod:`privnlu.paper_values.huang2020`),
+ours and the difference side by side, and says how our setting differs (encoder, data size, steps, frozen or
+fine-tuned); the majority-class score is shown where a score could be a constant guess.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import PurePath
 
+from ..paper_values import compare_cells, lookup
+from ..paper_values import huang2020 as paper
 from .registry import Context, md_table, section, table
 
 VARIANTS = ("baseline", "texthide-intra", "texthide-inter")
+SHORT = {"baseline": "baseline", "texthide-intra": "intra", "texthide-inter": "inter"}
 M_ORDER = ["0", "1", "4", "16", "64", "256", "1024", "4096", "inf"]
-TABLE1_HEAD = ["task", "metric", "n train", "baseline", "", "intra", "", "(m, k)", "drop", "inter", "", "(m, k)", "drop"]
+NOT_TABLE1 = {"sweep", "figure2", "table6", "xie2022"}
+PAPER_SETTING = ("Paper: BERT-base (12 layers, d = 768) fine-tuned jointly with an MLP head (768, 768, 768), full "
+                 "GLUE training sets, hyperparameters chosen on 10% of train, mean of 5 runs.")
+#: our metric key of a task's secondary number, beside its primary one
+SECONDARY = {"f1_accuracy": "accuracy", "pearson_spearman": "spearman"}
+PRIMARY_KEY = {"accuracy": "accuracy", "f1_accuracy": "f1", "matthews": "mcc", "pearson_spearman": "pearson"}
+TABLE1_HEAD = ["task", "metric", "our setting", "(m, k)", "steps to the reported epoch b / intra / inter",
+               "baseline: paper", "ours", "diff", "intra: paper", "ours", "diff", "inter: paper", "ours", "diff",
+               "majority class"]
 
 
 def _train(records: list[dict], groups: set[str] | None = None, exclude: set[str] | None = None) -> list[dict]:
@@ -20,46 +38,96 @@ def _train(records: list[dict], groups: set[str] | None = None, exclude: set[str
     return out
 
 
-def _by_task(records: list[dict]) -> dict[str, dict[str, dict]]:
-    by_task: dict[str, dict[str, dict]] = defaultdict(dict)
-    for r in _train(records, exclude={"sweep", "xie2022"}):
-        if not r["spec"]["train"].get("abs_input"):
-            by_task[r["task"]][r["variant"]] = r  # the last file wins for repeated runs
-    return {t: v for t, v in by_task.items() if len(v) > 1}
+def _by_task(records: list[dict]) -> dict[tuple[str, str], dict[str, dict]]:
+    """(task, mode) -> variant -> record, for Table 1 (no DP runs, no |x| heads); the last file wins."""
+    by_task: dict[tuple[str, str], dict[str, dict]] = defaultdict(dict)
+    for r in _train(records, exclude=NOT_TABLE1):
+        if r.get("scheme") != "dp" and not r["spec"]["train"].get("abs_input"):
+            by_task[(r["task"], r.get("mode", "frozen"))][r["variant"]] = r
+    return {t: v for t, v in sorted(by_task.items()) if len(v) > 1}
 
 
-def _secondary(r: dict | None) -> str:
-    """The task's other metric, e.g. MRPC accuracy beside F1 (F1 rewards an all-positive guess)."""
+def metric_value(r: dict | None, key: str) -> float | None:
+    """One metric of a run's dev scores x100: the selected epoch's for a selected run, else the last epoch's."""
     if not r:
-        return ""
-    metrics = next(iter(r["eval"].values()))
-    other = {"f1_accuracy": "accuracy", "pearson_spearman": "spearman"}.get(r["metric"])
-    return f"{other[:3]} {100 * metrics[other]:.2f}" if other else ""
+        return None
+    if key == PRIMARY_KEY.get(r["metric"]):
+        return r["score"]
+    hist = r.get("history") or []
+    epoch = (r.get("selection") or {}).get("chosen_epoch")
+    ev = hist[epoch - 1]["eval"] if epoch and hist else r["eval"]
+    v = next(iter(ev.values())).get(key)
+    return 100 * v if v is not None else None
+
+
+def encoder_name(enc: dict) -> str:
+    """A readable model name: the last path part that is not a generic folder name (``model``, ``encoder``)."""
+    parts = [p for p in PurePath(str(enc.get("model", "?"))).parts if p not in ("model", "encoder", "/")]
+    name = parts[-1] if parts else "?"
+    return name.removeprefix("gt_").replace("all_minilm_l6_v2", "all-MiniLM-L6-v2")
+
+
+def setting(r: dict) -> str:
+    """Encoder, pooling, frozen or fine-tuned, training examples: how a run differs from the paper's setting."""
+    enc = r.get("encoder") or {}
+    name = encoder_name(enc)
+    mode = "fine-tuned (joint)" if r.get("mode") == "joint" else "frozen"
+    sel = "selected on 10% of train" if r.get("selection") else "last epoch"
+    return (f"{name} ({enc.get('layers', '?')} layers, d = {enc.get('hidden_size', '?')}, {enc.get('pooling', '?')}), "
+            f"{mode}, {r['n_train']} train, {sel}")
+
+
+def _steps(r: dict | None) -> str:
+    if not r:
+        return "-"
+    if "steps" in r:
+        return str(r["steps"])
+    bs = r["spec"]["train"]["batch_size"]
+    return str(len(r.get("history", [])) * -(-r["n_train"] // bs))
 
 
 def table1_rows(records: list[dict]) -> tuple[list[list[object]], str]:
-    """Rows of Table 1 and a sentence with the mean drop of each variant against the baseline."""
+    """Rows of Table 1 (one per task and metric) and a sentence comparing the mean reductions with the paper's."""
     rows: list[list[object]] = []
     drops: dict[str, list[float]] = defaultdict(list)
-    for task, v in sorted(_by_task(records).items()):
-        base = v.get("baseline", {}).get("score")
+    paper_rows: dict[str, list[str]] = defaultdict(list)
+    for (task, mode), v in _by_task(records).items():
         any_run = next(iter(v.values()))
-        cells: list[object] = [task, any_run["metric"], any_run["n_train"], base, _secondary(v.get("baseline"))]
-        for var in VARIANTS[1:]:
-            r = v.get(var)
-            drop = base - r["score"] if (r and base is not None) else None
-            if drop is not None:
-                drops[var].append(drop)
-            cells += [r["score"] if r else None, _secondary(r), f"({r['m']}, {r['k']})" if r else "", drop]
-        rows.append(cells)
-    summary = "; ".join(f"mean drop of {var} against the baseline: {sum(d) / len(d):.2f} points over {len(d)} tasks"
-                        for var, d in drops.items() if d)
+        keys = [PRIMARY_KEY[any_run["metric"]]] + ([SECONDARY[any_run["metric"]]] if any_run["metric"] in SECONDARY else [])
+        tv = v.get("texthide-intra") or v.get("texthide-inter")
+        point = f"({tv['m']}, {tv['k']})" if tv else "-"
+        steps = " / ".join(_steps(v.get(var)) for var in VARIANTS)
+        maj = (v.get("baseline") or any_run).get("majority") or {}
+        for i, key in enumerate(keys):
+            cells: list[object] = [f"{task} ({mode})", key, setting(v.get("baseline") or any_run), point, steps]
+            base = metric_value(v.get("baseline"), key)
+            for var in VARIANTS:
+                ours = metric_value(v.get(var), key)
+                cells += compare_cells(ours, paper.table1(task, var, key), digits=2)
+                if i == 0 and var != "baseline" and ours is not None and base is not None:
+                    drops[f"{var} ({mode})"].append(base - ours)
+                    if task in paper.PRIMARY_METRIC:
+                        paper_rows[f"{var} ({mode})"].append(paper.TASK_ROWS[(task, key)])
+            mcell = maj.get("score") if i == 0 else maj.get(key if key == "accuracy" else "")
+            cells.append(mcell if mcell is not None else "-")
+            rows.append(cells)
+    parts = []
+    for var, d in drops.items():
+        name = var.split(" ")[0]
+        same = paper.mean_reduction(name, paper_rows[var]) if paper_rows[var] else None
+        parts.append(f"mean reduction of {var}: ours {sum(d) / len(d):.2f} points over {len(d)} tasks"
+                     + (f" (paper, same tasks, primary metric: {same:.2f})" if same is not None else ""))
+    claim = lookup("huang2020", "Table 1", "mean reduction", "TextHide-intra")
+    summary = "; ".join(parts) + (f". The paper states {claim.value} for intra, which is the mean over all 12 numbers "
+                                  f"of its Table 1 ({paper.mean_reduction('texthide-intra'):.2f}); over one primary "
+                                  f"metric per task it is {paper.mean_reduction('texthide-intra', paper.primary_rows()):.2f}."
+                                  if claim else "")
     return rows, summary
 
 
 def texthide_table_md(records: list[dict]) -> str | None:
     rows, summary = table1_rows(records)
-    return md_table(TABLE1_HEAD, rows) + f"\n\n{summary} (paper, intra: about 1.9)." if rows else None
+    return f"{md_table(TABLE1_HEAD, rows)}\n\n{summary}\n\n{PAPER_SETTING}" if rows else None
 
 
 @section("texthide_table", "TextHide: baseline vs intra vs inter (paper Table 1)", order=10, markdown=texthide_table_md)
@@ -67,28 +135,82 @@ def texthide_table(records: list[dict], ctx: Context) -> str | None:
     rows, summary = table1_rows(records)
     if not rows:
         return None
-    html = table(TABLE1_HEAD, rows) + f"<p>{summary} (paper, intra: about 1.9).</p>"
+    html = table(TABLE1_HEAD, rows) + f"<p>{summary}</p><p>{PAPER_SETTING}</p>"
     import matplotlib.pyplot as plt
     import numpy as np
 
     by_task = _by_task(records)
-    tasks = sorted(by_task)
-    fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(tasks)), 3.2))
+    keys = list(by_task)
+    fig, ax = plt.subplots(figsize=(max(5, 1.5 * len(keys)), 3.4))
     w = 0.27
+    x = np.arange(len(keys))
     for i, var in enumerate(VARIANTS):
-        vals = [by_task[t].get(var, {}).get("score", np.nan) for t in tasks]
-        ax.bar(np.arange(len(tasks)) + (i - 1) * w, vals, w, label=var)
-    ax.set_xticks(np.arange(len(tasks)), tasks)
-    ax.set_ylabel("score (task metric x100)")
-    ax.legend(fontsize=8)
-    ax.set_title("baseline vs TextHide-intra vs TextHide-inter")
-    return html + ctx.figure(fig, "texthide_table1", "bar chart of baseline, intra and inter scores per task")
+        ax.bar(x + (i - 1) * w, [metric_value(by_task[t].get(var), PRIMARY_KEY[next(iter(by_task[t].values()))["metric"]])
+                                 or np.nan for t in keys], w, label=f"ours, {SHORT[var]}")
+        pv = [paper.table1(t[0], var) for t in keys]
+        ax.scatter(x + (i - 1) * w, [p.value if p else np.nan for p in pv], marker="_", s=200, color="black",
+                   label="paper (BERT-base, fine-tuned)" if i == 0 else None, zorder=3)
+    maj = [((by_task[t].get("baseline") or {}).get("majority") or {}).get("score", np.nan) for t in keys]
+    ax.scatter(x, maj, marker="x", color="red", label="majority class", zorder=3)
+    ax.set_xticks(x, [f"{t} ({m})" for t, m in keys], fontsize=8)
+    ax.set_ylabel("dev score (task metric x100)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title("TextHide Table 1: ours (bars) vs the paper (black)")
+    return html + ctx.figure(fig, "texthide_table1", "bar chart of baseline, intra and inter per task, paper marked")
+
+
+def _curve_runs(records: list[dict]) -> list[dict]:
+    return [r for r in _train(records) if r.get("dev_curve") and r.get("group") in ("table1", "table6", "figure2")]
+
+
+CURVE_HEAD = ["run", "mode", "group", "chosen epoch (held-out 10%)", "epochs", "dev score per epoch"]
+
+
+def _curve_rows(runs: list[dict]) -> list[list[object]]:
+    return [[r["label"] + (f" ({r['spec']['public']})" if r.get("inter") else ""), r.get("mode"), r.get("group"),
+             r["selection"]["chosen_epoch"], len(r["dev_curve"]), " ".join(f"{s:.1f}" for s in r["dev_curve"])]
+            for r in runs]
+
+
+def curves_md(records: list[dict]) -> str | None:
+    runs = _curve_runs(records)
+    return md_table(CURVE_HEAD, _curve_rows(runs)) if runs else None
+
+
+@section("texthide_curves", "TextHide: dev learning curves (epoch chosen on held-out train)", order=15, markdown=curves_md)
+def texthide_curves(records: list[dict], ctx: Context) -> str | None:
+    runs = _curve_runs(records)
+    if not runs:
+        return None
+    import matplotlib.pyplot as plt
+
+    html = ""
+    groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    for r in runs:
+        groups[(r["group"], r["task"], r.get("mode", "frozen"))].append(r)
+    for (group, task, mode), rs in sorted(groups.items()):
+        fig, ax = plt.subplots(figsize=(5.5, 3.2))
+        for r in rs:
+            name = r["label"].removeprefix(f"{task}-") + (f" ({r['spec']['public']})" if r.get("inter") else "")
+            line, = ax.plot(range(1, len(r["dev_curve"]) + 1), r["dev_curve"], label=name)
+            e = r["selection"]["chosen_epoch"]
+            ax.plot([e], [r["dev_curve"][e - 1]], marker="o", color=line.get_color())
+        maj = (rs[0].get("majority") or {}).get("score")
+        if maj is not None:
+            ax.axhline(maj, color="grey", linestyle=":", label="majority class")
+        ax.set_xlabel("epoch (dot: chosen on held-out train)")
+        ax.set_ylabel("dev score")
+        ax.set_title(f"{group}: {task}, {mode}")
+        ax.legend(fontsize=6)
+        html += ctx.figure(fig, f"curves_{group}_{task}_{mode}", f"dev learning curves, {group} {task} {mode}")
+    return html + table(CURVE_HEAD, _curve_rows(runs))
 
 
 def sweep_grids(records: list[dict]) -> dict[tuple, tuple[list[str], list[int], dict[tuple[str, int], float]]]:
+    """(task, inter, mode) -> (m values, k values, scores)."""
     grids: dict[tuple, dict[tuple[str, int], float]] = defaultdict(dict)
-    for r in _train(records, groups={"sweep"}):
-        grids[(r["task"], r["inter"])][(str(r["m"]), int(r["k"]))] = r["score"]
+    for r in _train(records, groups={"sweep", "figure2"}):
+        grids[(r["task"], r["inter"], r.get("mode", "frozen"))][(str(r["m"]), int(r["k"]))] = r["score"]
     out = {}
     for key, grid in sorted(grids.items()):
         ms = [m for m in M_ORDER if any(g[0] == m for g in grid)] + sorted({m for m, _ in grid} - set(M_ORDER))
@@ -97,14 +219,21 @@ def sweep_grids(records: list[dict]) -> dict[tuple, tuple[list[str], list[int], 
 
 
 def _grid_rows(ms, ks, grid):
-    return ["", *[f"m={m}" for m in ms]], [[f"k={k}"] + [grid.get((m, k)) for m in ms] for k in ks]
+    return ["", *[f"m={m}" for m in ms]], [[f"k={k}"] + [grid.get((m, k), "-") for m in ms] for k in ks]
+
+
+def _claims(source: str) -> str:
+    from ..paper_values import values
+
+    return " ".join(f"\u201c{v.claim}\u201d" for v in values("huang2020", source) if v.claim)
 
 
 def texthide_sweep_md(records: list[dict]) -> str | None:
-    parts = []
-    for (task, inter), (ms, ks, grid) in sweep_grids(records).items():
-        parts.append(f"{task}{' (inter)' if inter else ''}:\n\n" + md_table(*_grid_rows(ms, ks, grid)))
-    return "\n\n".join(parts) or None
+    parts = [f"{task}{' (inter)' if inter else ''}, {mode}:\n\n" + md_table(*_grid_rows(ms, ks, grid))
+             for (task, inter, mode), (ms, ks, grid) in sweep_grids(records).items()]
+    if not parts:
+        return None
+    return "\n\n".join(parts) + f"\n\nThe paper's Figure 2 is an image; its text says: {_claims('Figure 2')}"
 
 
 @section("texthide_sweep", "TextHide: metric against m and k (paper Figure 2)", order=20, markdown=texthide_sweep_md)
@@ -114,9 +243,9 @@ def texthide_sweep(records: list[dict], ctx: Context) -> str | None:
         return None
     import matplotlib.pyplot as plt
 
-    html = ""
-    for (task, inter), (ms, ks, grid) in grids.items():
-        name = f"{task}{' inter' if inter else ''}"
+    html = f"<p>The paper's Figure 2 is an image; its text says: {_claims('Figure 2')}</p>"
+    for (task, inter, mode), (ms, ks, grid) in grids.items():
+        name = f"{task}{' inter' if inter else ''}, {mode}"
         html += f"<h3>{name}</h3>" + table(*_grid_rows(ms, ks, grid))
         fig, ax = plt.subplots(figsize=(5.5, 3.2))
         for k in ks:
@@ -127,16 +256,57 @@ def texthide_sweep(records: list[dict], ctx: Context) -> str | None:
         ax.set_ylabel("score")
         ax.set_title(f"{name}: score vs m and k")
         ax.legend(fontsize=8)
-        html += ctx.figure(fig, f"sweep_{task}{'_inter' if inter else ''}", f"{name} sweep")
+        html += ctx.figure(fig, f"sweep_{task}{'_inter' if inter else ''}_{mode}", f"{name} sweep")
     return html
 
 
-RUN_HEAD = ["run", "group", "mode", "eval mask", "|x| head", "final score", "best epoch", "train examples", "seconds"]
+TABLE6_HEAD = ["run", "public corpus", "n public", "n private", "paper: acc.", "ours", "diff", "our setting"]
+
+
+def table6_rows(records: list[dict]) -> list[list[object]]:
+    rows = []
+    for r in _train(records, groups={"table6"}):
+        corpus = r["spec"]["public"] if r["inter"] else "-"
+        pv = lookup("huang2020", "Table 6", corpus.upper(), "Acc.") if r["inter"] else None
+        if r["variant"] == "baseline":
+            pv = lookup("huang2020", "Table 1", "SST-2", "Baseline")
+        elif not r["inter"]:
+            pv = lookup("huang2020", "Table 1", "SST-2", "TextHide-intra")
+        rows.append([r["variant"], corpus, r.get("n_public") or "-", r["n_train"],
+                     *compare_cells(r["score"], pv, digits=2), setting(r)])
+    return rows
+
+
+def table6_md(records: list[dict]) -> str | None:
+    rows = table6_rows(records)
+    if not rows:
+        return None
+    claim = lookup("huang2020", "Table 6", "all corpora", "Acc.")
+    return (md_table(TABLE6_HEAD, rows) + "\n\nPaper rows: QNLI, QQP, MNLI (unlabelled) as public corpora, SST-2 67k "
+            f"private, (256, 4); baseline and intra from its Table 1. The paper: \u201c{claim.claim}\u201d")
+
+
+@section("texthide_table6", "TextHide-inter with different public corpora (paper Table 6)", order=25, markdown=table6_md)
+def texthide_table6(records: list[dict], ctx: Context) -> str | None:
+    md = table6_md(records)
+    return table(TABLE6_HEAD, table6_rows(records)) + f"<p>{md.split(chr(10) * 2, 1)[1]}</p>" if md else None
+
+
+RUN_HEAD = ["run", "group", "mode", "DP (mechanism, epsilon, calibration)", "eval mask", "|x| head", "reported score",
+            "best dev score (any epoch)", "train examples", "seconds"]
+
+
+def _dp_cell(r: dict) -> str:
+    d = r.get("dp")
+    if not d:
+        return "-"
+    return f"{d['mechanism']}, eps {d['target_epsilon']:g} (accounted {d['accounted_epsilon']:.3g}), {d['calibration']}"
 
 
 def run_rows(records: list[dict]) -> list[list[object]]:
-    return [[r["label"], r.get("group", ""), r["mode"], r["spec"]["train"].get("eval_mask"), r["spec"]["train"].get("abs_input", False),
-             r["score"], r["best_score"], r["n_train"], r["seconds"]] for r in _train(records)]
+    return [[r["label"] + (f" ({r['spec'].get('public')})" if r.get("inter") else ""), r.get("group", ""), r["mode"], _dp_cell(r), r["spec"]["train"].get("eval_mask"),
+             r["spec"]["train"].get("abs_input", False), r["score"], r["best_score"], r["n_train"], r["seconds"]]
+            for r in _train(records)]
 
 
 @section("runs", "All training runs", order=1000, markdown=lambda recs: md_table(RUN_HEAD, run_rows(recs)) if run_rows(recs) else None)

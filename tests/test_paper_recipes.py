@@ -1,0 +1,123 @@
+"""The issue-10 recipes on a tiny model and a toy SST-2: selection on held-out train, curves, public corpus size,
+the DP-IE scheme and the report's paper / ours / difference cells."""
+
+import pytest
+
+from conftest import toy_glue_dir
+from privnlu.experiments import huang2020, xie2022
+from privnlu.experiments.pipeline import RunSpec
+from privnlu.experiments.selection import holdout_split
+from privnlu.training import TrainConfig
+
+TINY = huang2020.Scale("test", None, None, 2, 8, (1e-3, 3e-3), (3e-5,), min_texthide_steps=30, max_length=16,
+                       min_public=100)
+
+
+@pytest.fixture()
+def base(tmp_path, tiny_model):
+    glue = toy_glue_dir(tmp_path, 80)
+    return RunSpec(task="sst2", model=str(tiny_model), data_dir=str(glue), cache_dir=str(tmp_path / "cache"),
+                   train=TrainConfig(seed=0))
+
+
+def test_holdout_is_ten_percent_of_train_and_disjoint(base):
+    from privnlu.experiments.pipeline import prepare
+
+    prep = prepare(base, progress=False)
+    split = holdout_split(prep)
+    held = split.evals["holdout"]
+    assert len(held) == 8 and len(split.train) == 72 and list(split.evals)[0] == "dev"
+    assert not set(held.texts_a) & set(split.train.texts_a)  # toy sentences are unique
+    assert split.eval_x["holdout"].shape[0] == 8 and split.train_x.shape[0] == 72
+
+
+def test_table1_selects_on_holdout_and_records_curves(tmp_path, base):
+    recs = huang2020.table1(tmp_path / "t1", tasks=("sst2",), base=base, progress=False, scale_name=TINY, public="wiki")
+    assert [r["variant"] for r in recs] == ["baseline", "texthide-intra", "texthide-inter"]
+    for r in recs:
+        sel = r["selection"]
+        assert len(sel["candidates"]) == 2 and "not dev" in sel["on"]
+        assert r["score"] == r["dev_curve"][sel["chosen_epoch"] - 1]
+        chosen = max(sel["candidates"], key=lambda c: c["best_holdout"])
+        assert chosen["best_epoch"] == sel["chosen_epoch"]
+    # TextHide runs get at least 30 optimizer steps: 72 examples / batch 8 = 9 steps per epoch -> 4 epochs
+    assert len(recs[0]["dev_curve"]) == 2 and len(recs[1]["dev_curve"]) == 4
+    assert recs[2]["n_public"] > recs[2]["n_train"] and recs[2]["spec"]["public"] == "wiki"
+    again = huang2020.table1(tmp_path / "t1", tasks=("sst2",), base=base, progress=False, scale_name=TINY, public="wiki")
+    assert [r["seconds"] for r in again] == [r["seconds"] for r in recs]  # resumed, not retrained
+
+
+def test_xie2022_figure1_uses_the_unmasked_scheme_and_clean_queries(tmp_path, base):
+    recs = xie2022.figure1(tmp_path / "f1", tasks=("sst2",), base=base, epsilons=(2.0,), mechanisms=("gaussian",),
+                           calibrations=("paper",), scale_name=TINY, progress=False)
+    dp = [r for r in recs if r["scheme"] == "dp"]
+    assert len(recs) == 3 and len(dp) == 1
+    assert dp[0]["m"] == "0" and dp[0]["dp_scheme"] == "dp-ie" and dp[0]["spec"]["dp"]["noisy_queries"] is False
+    assert dp[0]["dp"]["calibration"] == "paper" and not dp[0]["dp"]["valid_dp_guarantee"]
+    assert dp[0]["accuracy"] is not None
+    masked = xie2022.figure1(tmp_path / "f1m", tasks=("sst2",), base=base, epsilons=(2.0,), mechanisms=("gaussian",),
+                             calibrations=("paper",), scale_name=TINY, progress=False, masked=True)
+    assert [r for r in masked if r["scheme"] == "dp"][0]["dp_scheme"] == "dp-ie-masked"
+
+
+def _rec(scheme, score, variant="baseline", m="0", k=1, dp=None, group="xie2022", task="sst2", **kw):
+    return {"kind": "train", "group": group, "task": task, "scheme": scheme, "variant": variant, "m": m, "k": k,
+            "score": score, "metric": "accuracy", "mode": "frozen", "dp": dp, "n_train": 100,
+            "spec": {"train": {"epochs": 2, "batch_size": 8}, "dp": {"noisy_queries": False} if dp else None},
+            "eval": {"dev": {"accuracy": score / 100, "score": score}}, "encoder": {"model": "m", "layers": 2}, **kw}
+
+
+def test_dp_report_names_mechanism_epsilon_scheme_and_accounted_epsilon():
+    from privnlu.report.dp_sections import dp_utility_md
+    from privnlu.report.texthide_sections import run_rows
+
+    dp = lambda e, cal, s: _rec("dp", s, "dp-texthide-intra", "0", 4, {"mechanism": "laplace", "calibration": cal,
+                                "target_epsilon": e, "accounted_epsilon": e * 7}, dp_scheme="dp-ie", label="x")
+    recs = [_rec("none", 73.0, majority={"score": 50.9, "accuracy": 50.9}),
+            _rec("texthide", 68.0, "texthide-intra", "16", 4), dp(1, "paper", 55.0), dp(8, "paper", 61.5),
+            dp(8, "correct", 50.9)]
+    md = dp_utility_md(recs)
+    assert "| laplace, paper (not DP), dp-ie (m=0, k=4), clean queries, frozen | accuracy | 55.00 | 61.50 |" in md
+    assert "| laplace, correct, dp-ie (m=0, k=4), clean queries, frozen | accuracy | - | 50.90 |" in md
+    assert "| majority class | accuracy | 50.90 | 50.90 |" in md
+    assert "| accounted epsilon | 7 | 56 |" in md and "not a valid DP guarantee" in md
+    rows = run_rows([{**recs[3], "label": "sst2-dp", "best_score": 62.0, "seconds": 1.0}])
+    assert rows[0][3] == "laplace, eps 8 (accounted 56), paper"
+
+
+def test_table1_report_sets_paper_ours_and_difference_side_by_side():
+    from privnlu.report.texthide_sections import TABLE1_HEAD, table1_rows
+
+    sel = {"chosen_epoch": 1}
+    recs = [_rec("none", 80.0, group="table1", selection=sel, history=[{"eval": {"dev": {"accuracy": 0.8}}}],
+                 majority={"score": 50.9}, steps=100, label="sst2-baseline"),
+            _rec("texthide", 75.0, "texthide-intra", "256", 4, group="table1", selection=sel, steps=2000, label="b")]
+    rows, summary = table1_rows(recs)
+    assert len(rows) == 1 and len(rows[0]) == len(TABLE1_HEAD)
+    row = dict(zip(TABLE1_HEAD[:8], rows[0]))
+    assert row["baseline: paper"] == "92.40" and row["ours"] == "80.00" and row["diff"] == "-12.40"
+    assert rows[0][8:11] == ["91.70", "75.00", "-16.70"] and rows[0][11:14] == ["91.30", "-", "-"]
+    assert rows[0][-1] == 50.9 and "frozen" in row["our setting"] and row["steps to the reported epoch b / intra / inter"] == "100 / 2000 / -"
+    assert all(h for h in TABLE1_HEAD)  # no blank column
+    assert "ours 5.00 points over 1 tasks (paper, same tasks, primary metric: 0.70)" in summary and "1.87" in summary
+
+
+def test_cli_reproduce_quick_and_bad_input(tmp_path, tiny_model, capsys):
+    import json
+
+    from privnlu.cli.main import main
+
+    glue = toy_glue_dir(tmp_path, 40)
+    common = ["--model", str(tiny_model), "--data-dir", str(glue), "--cache-dir", str(tmp_path / "c"), "--quiet"]
+    out = tmp_path / "t1"
+    public = tmp_path / "public.txt"
+    public.write_text("".join(f"a public sentence number {i}\n" for i in range(60)))
+    assert main(["reproduce", "huang2020-table1", "--quick", "--tasks", "sst2", "--public", str(public), "--epochs", "1",
+                 "--out", str(out), *common]) == 0
+    recs = [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
+    assert len(recs) == 3 and all(r["scale"] == "quick" and len(r["dev_curve"]) == 1 for r in recs)
+    assert max(r.get("n_public") or 0 for r in recs) == 60  # the quick scale's minimum (2,500), capped at the corpus
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "xie2022-figure1", "--epsilons", "1,x", *common])
+    assert exc.value.code == 2 and "comma-separated numbers" in capsys.readouterr().err
