@@ -123,7 +123,7 @@ def test_train_sweep_report_and_resume(capsys, tmp_path, tiny_model, toy_glue, c
     assert "| k=2 |" in markdown and "m=4" in markdown
     code, err = run_cli(capsys, "report", str(run_dir), str(sweep_dir), "--out", str(tmp_path / "report"))
     page = (tmp_path / "report" / "index.html").read_text()
-    assert code == 0 and "metric against m and k" in page and (tmp_path / "report" / "sweep_sst2.png").exists()
+    assert code == 0 and "metric against m and k" in page and (tmp_path / "report" / "sweep_sst2_frozen.png").exists()
 
 
 def test_encode_writes_payload_and_private_key(capsys, tmp_path, tiny_model, toy_glue, cache_dir):

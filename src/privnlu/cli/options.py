@@ -151,7 +151,7 @@ RANGES: dict[str | tuple[str, str], Range] = {
     "budget_epsilon": EPSILON, "budget_delta": DELTA, "budget_eta": ETA,
     "target_loss": Range(lo=0, lo_open=True, hi=100),
     ("federated", "checkpoint_every"): Range(lo=0, integer=True, note="0 = only at the end"),
-    "graph": POS_INT, "distractors": NONNEG_INT,
+    "max_minutes": Range(lo=0, lo_open=True, hi=1e7), "graph": POS_INT, "distractors": NONNEG_INT,
     "local_clip": Range(lo=0, hi=1e12, note="0 = no local clipping"),
     "local_noise": Range(lo=0, hi=1e6, note="0 = no local noise"),
     ("federated", "dp_clip"): Range(lo=0, hi=1e12, note="0 = no DP"),
