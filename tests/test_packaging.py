@@ -36,3 +36,17 @@ def test_import_does_not_switch_off_the_hub_for_the_process():
     code = "import os, privnlu; print(os.environ.get('HF_HUB_OFFLINE'), os.environ.get('TRANSFORMERS_OFFLINE'))"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["None", "None"]
+
+
+def test_model_accepts_a_hub_id_only_explicitly_and_fails_in_one_line_offline(monkeypatch, tmp_path):
+    import pytest
+
+    from privnlu.errors import PrivnluError
+    from privnlu.models.encoder import resolve_model
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    assert resolve_model(str(tmp_path)) == tmp_path  # an existing folder is used as it is
+    assert resolve_model("/no/such/folder") == __import__("pathlib").Path("/no/such/folder")  # not a hub id
+    with pytest.raises(PrivnluError, match="no such folder, and the model hub could not provide it"):
+        resolve_model("someorg/no-such-model")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import torch
@@ -77,6 +78,27 @@ def resolve_pooling(model: str | Path | None, pooling: str) -> str:
     return default_pooling(path) if path.is_dir() else pooling
 
 
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+
+
+def resolve_model(model: str | Path | None) -> Path:
+    """The local folder of ``--model``: the packaged default, an existing folder, or a model-hub id passed
+    explicitly (``org/name``), fetched once into the Hugging Face cache. A hub id is the only case that may use
+    the network, and only when the user is online (``HF_HUB_OFFLINE`` unset); privnlu's defaults never do."""
+    if not model:
+        return default_model_path()
+    path = Path(model)
+    if path.exists() or not HUB_ID.match(str(model)):
+        return path
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(str(model), allow_patterns=["*.json", "*.txt", "*.safetensors", "*.model"]))
+    except Exception as exc:  # offline, unknown id, no network: one line
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise PrivnluError(f"--model {model}: no such folder, and the model hub could not provide it ({first[:160]})") from None
+
+
 def check_model_dir(path: Path) -> None:
     if not path.is_dir():
         raise PrivnluError(f"--model {path}: no such folder")
@@ -127,8 +149,9 @@ def pool(out, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
 
 
 def load_encoder(model: str | Path | None = None, *, pooling: str = "auto", device: str = "cpu") -> SentenceEncoder:
-    """Load a local Hugging Face model folder (offline; never from a hub); ``pooling='auto'``: :func:`default_pooling`."""
-    path = Path(model) if model else default_model_path()
+    """Load a Hugging Face model folder (:func:`resolve_model`: local, or a hub id the user passes explicitly);
+    ``pooling='auto'``: :func:`default_pooling`."""
+    path = resolve_model(model)
     check_model_dir(path)
     pooling = resolve_pooling(path, pooling)
     from transformers import AutoModel, AutoTokenizer
