@@ -96,8 +96,6 @@ def build_context(s: AuditSettings, out: Path, *, progress: bool = True) -> Cont
     """Load the task and its clean representations (feature cache), pick the private sample and the candidates."""
     base = base_spec(s)
     prep = prepare(replace(with_scheme(base, m=256, k=4, inter=True), mode="frozen"), progress=progress)
-    require(not prep.task.is_regression, f"the audit's reconstruction attack needs a classification task; "
-                                         f"{prep.task.name} is a regression task")
     assert prep.train_x is not None and prep.public_x is not None
     private, aux = select_examples(prep, s.n_private, s.aux_size, s.seed)
     first = prep.task.eval_splits[0]
@@ -336,6 +334,10 @@ def finished(path: Path, settings: AuditSettings) -> dict | None:
 def run_audit(settings: AuditSettings, out: str | Path, *, progress: bool = True,
               log: Callable[[str], None] = lambda s: None) -> list[dict]:
     """Run every grid point not already finished under ``out``; return all point records."""
+    from ..data import get_task
+
+    require(not get_task(settings.task).is_regression,  # validated before any work
+            f"the audit needs a classification task (the reconstruction attack uses class labels); {settings.task} is a regression task")
     out = Path(out)
     points = grid(settings)
     done = {p.name: finished(point_path(out, p), settings) for p in points}

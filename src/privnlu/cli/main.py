@@ -15,7 +15,7 @@ import warnings
 
 from ..errors import PrivnluError
 
-COMMAND_MODULES = ("train", "encode", "sweep", "reproduce", "demo", "report", "tasks", "privatize", "dchi", "dchi_train", "federated", "gradient_attack", "attack", "dp")
+COMMAND_MODULES = ("train", "encode", "sweep", "reproduce", "demo", "report", "tasks", "privatize", "dchi", "dchi_train", "federated", "gradient_attack", "attack", "dp", "audit")
 
 
 class OneLineParser(argparse.ArgumentParser):

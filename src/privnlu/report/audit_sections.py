@@ -100,7 +100,7 @@ def examples(recs: list[dict]) -> str:
         rows_ = [[e["private"], e["released"], e["recovered"], "yes" if e["recovered"].strip() == e["private"].strip() else "no"]
                  for e in r["examples"]]
         parts.append(f"<h4>{html.escape(TITLES[s])}{', ' + html.escape(r['setting']) if r.get('setting') else ''}</h4>"
-                     + table(["private sentence", "what the attacker gets", "what the attacker names", "exact"], rows_))
+                     + table(["private sentence", "what the attacker gets", "what the attacker names", "exact"], rows_).replace("<table>", "<table class='text'>", 1))
     return "".join(parts)
 
 

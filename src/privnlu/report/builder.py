@@ -16,10 +16,36 @@ from ..errors import PrivnluError
 from ..io import write_text_atomic
 from .registry import SECTIONS, Context
 
-STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;margin:.5em 0}
-.note{color:#555;font-size:.9em}"""
+STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.4}
+table{border-collapse:collapse;margin:1em 0;font-size:.92em}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;
+vertical-align:top}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;margin:.5em 0}
+table.text td{text-align:left}.note{color:#555;font-size:.9em}nav{background:#f7f7f7;border:1px solid #ddd;padding:.5em 1em;
+margin:1em 0}nav ol{margin:.3em 0;padding-left:1.5em}section{margin-top:2em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em}"""
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 task``, ``2 tasks`` (``many`` for irregular plurals)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+KIND_WORDS = {"train": ("training run", None), "audit": ("audit point", None), "attack": ("attack result", None),
+              "dchi": ("d_chi analysis", "d_chi analyses"), "federated": ("federated run", None)}
+
+
+def run_summary(records: list[dict]) -> str:
+    """One sentence on what was run: record counts by kind and the tasks they cover."""
+    kinds: dict[str, int] = {}
+    for r in records:
+        kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
+    parts = []
+    for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]):
+        word, many = KIND_WORDS.get(kind, (f"{kind} result", None))
+        parts.append(plural(n, word, many))
+    tasks = sorted({str(r["task"]) for r in records if r.get("task")})
+    text = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    if tasks:
+        text += f" on {plural(len(tasks), 'task')} ({', '.join(tasks)})"
+    return text + "."
 
 
 def load_results(paths: list[str | Path]) -> list[dict]:
@@ -71,14 +97,18 @@ def build_report(paths: list[str | Path], out_dir: str | Path, *, title: str = "
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ctx = Context(out)
-    parts = []
+    parts, nav = [], []
     for sec in sorted(SECTIONS.values(), key=lambda s: s.order):
         body = sec.render(records, ctx)
         if body:
             parts.append(f'<section id="{sec.name}"><h2>{html.escape(sec.title)}</h2>{body}</section>')
+            nav.append(f'<li><a href="#{sec.name}">{html.escape(sec.title)}</a></li>')
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+    page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
             f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
-            f"<p class='note'>privnlu {__version__}, {len(records)} result records, generated {stamp}.</p>"
+            f"<p>{html.escape(run_summary(records))}</p>"
+            f"<nav><strong>Sections</strong><ol>{''.join(nav)}</ol></nav>"
+            f"<p class='note'>privnlu {__version__}, {plural(len(records), 'result record')}, generated {stamp}.</p>"
             + "".join(parts) + "</body></html>")
     return write_text_atomic(out / "index.html", page)

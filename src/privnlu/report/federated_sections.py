@@ -62,7 +62,7 @@ def gradient_attack(records: list[dict], ctx: Context) -> str | None:
         paper = [PAPER_TABLE2["baseline"] if k == 0 else PAPER_TABLE2["k=1"].get(d) if k == 1 else PAPER_TABLE2["k>=2"]
                  for k in ks]
         rows.append([f"d={d}"] + [rate.get((d, k)) for k in ks] + [min(len(cells.get((d, k), [])) for k in ks)] + paper)
-    html = table(["", *names, "attacks per cell", *[f"paper {n}" for n in names]], rows)
+    html = table(["d \\ k", *names, "attacks per cell", *[f"paper {n}" for n in names]], rows)
     import matplotlib.pyplot as plt
     import numpy as np
 

@@ -8,7 +8,7 @@ from .registry import Context, md_table, section, table
 
 VARIANTS = ("baseline", "texthide-intra", "texthide-inter")
 M_ORDER = ["0", "1", "4", "16", "64", "256", "1024", "4096", "inf"]
-TABLE1_HEAD = ["task", "metric", "n train", "baseline", "", "intra", "", "(m, k)", "drop", "inter", "", "(m, k)", "drop"]
+TABLE1_HEAD = ["task", "metric", "n train", "baseline", "2nd metric", "intra", "2nd metric", "(m, k)", "drop", "inter", "2nd metric", "(m, k)", "drop"]
 
 
 def _train(records: list[dict], groups: set[str] | None = None, exclude: set[str] | None = None) -> list[dict]:
@@ -97,7 +97,7 @@ def sweep_grids(records: list[dict]) -> dict[tuple, tuple[list[str], list[int], 
 
 
 def _grid_rows(ms, ks, grid):
-    return ["", *[f"m={m}" for m in ms]], [[f"k={k}"] + [grid.get((m, k)) for m in ms] for k in ks]
+    return ["k \\ m", *[f"m={m}" for m in ms]], [[f"k={k}"] + [grid.get((m, k)) for m in ms] for k in ks]
 
 
 def texthide_sweep_md(records: list[dict]) -> str | None:
