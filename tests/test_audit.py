@@ -97,7 +97,7 @@ def test_tiny_audit_end_to_end_resumes_and_reports(tiny_model, cache_dir, tmp_pa
     assert [r["name"] for r in run_audit(s, out, progress=False)] == [r["name"] for r in recs]
     # the report leads with the audit
     page = build_report([out / "points"], tmp_path / "report").read_text()
-    assert page.index('id="audit"') < page.index("<section", page.index('id="audit"') + 1) if page.count("<section") > 1 else True
+    assert page.index("<section") == page.index('<section id="audit"')
     assert "audit_frontier_tweets_frozen.png" in page and "At most 5 % re-identification" in page
     assert "Pareto front:" in markdown_report([out / "points"])
 
@@ -125,3 +125,58 @@ def test_cli_refuses_bad_input_before_work(capsys, tmp_path):
         main(["audit", "--task", "tweets", "--schemes", "none,nosuch"])
     assert e.value.code == 2
     assert not (tmp_path / "a").exists()
+
+
+def _synthetic(scheme, title, setting, utility, rate, guarantee="none"):
+    return {"kind": "audit", "task": "tweets", "mode": "frozen", "metric": "accuracy", "scheme": scheme, "scheme_title": title,
+            "setting": setting, "utility": utility, "n_train": 1000, "seconds": 3.0, "random_guess_reid": 4.76,
+            "chance_utility": 40.0, "own_leakage": {}, "guarantee": {"kind": "none", "text": guarantee},
+            "reid": {"rate": rate, "identified": int(rate), "n_private": 100, "ci95": [0.0, 100.0], "attack": "search",
+                     "candidates": 2100, "distractors": 2000},
+            "examples": [{"private": "a secret", "released": "noise", "recovered": "a secret"}]}
+
+
+def _synthetic_report(tmp_path):
+    from privnlu.report import build_report
+
+    recs = [_synthetic("none", "no privacy", "", 70.0, 100.0), _synthetic("dp-ie", "DP instance encoding", "epsilon = 8", 60.0, 3.0, "(8, 1e-05)-DP"),
+            _synthetic("dchi-sequence", "d_chi sequence-rep", "eta = 50", 65.0, 40.0)]
+    (tmp_path / "points").mkdir()
+    for i, r in enumerate(recs):
+        (tmp_path / "points" / f"{i}.json").write_text(json.dumps(r))
+    return build_report([tmp_path / "points"], tmp_path / "report", title="audit")
+
+
+def test_landing_page_summary_navigation_and_headers(tmp_path):
+    import re
+
+    page = _synthetic_report(tmp_path).read_text()
+    assert "3 audit points on 1 task (tweets)." in page and "3 result records" in page
+    assert '<nav>' in page and 'href="#audit"' in page
+    assert "<th></th>" not in page
+    assert re.search(r"At most 5 % re-identification: the best utility is 60.0 accuracy from DP instance encoding, epsilon = 8", page)
+    assert page.index("<section") == page.index('<section id="audit"')  # the audit leads
+
+
+def test_report_screenshots_in_headless_chromium(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "screenshot_report.py"
+    sys.path.insert(0, str(script.parent))
+    try:
+        from screenshot_report import find_browser
+    finally:
+        sys.path.pop(0)
+    if find_browser() is None:
+        pytest.skip("no Chromium on PATH (apt-get install chromium)")
+    from PIL import Image
+
+    page = _synthetic_report(tmp_path)
+    subprocess.run([sys.executable, str(script), str(page), "--out", str(tmp_path / "shots"), "--full-height", "3000"],
+                   check=True, timeout=240)
+    top = Image.open(tmp_path / "shots" / "top.png")
+    full = Image.open(tmp_path / "shots" / "full.png")
+    assert top.size == (1280, 900) and full.width == 1280 and 900 < full.height < 3000  # trimmed to the content
+    assert len(set(top.convert("L").getdata())) > 10  # something was drawn, not a blank page

@@ -41,6 +41,7 @@ from ..experiments.pipeline import Prepared, RunSpec, prepare, train_run, with_s
 from ..experiments.xie2021 import select_examples
 from ..io import read_json, write_json_atomic
 from ..mechanisms.dchi import TokenSpace, privatized_positions
+from ..mechanisms.dchi_stats import token_ids_of
 from ..mechanisms.dp import DPSettings
 from ..mechanisms.texthide import m_label
 from ..rng import SecretGenerator
@@ -183,7 +184,7 @@ def _search_examples(ctx: Context, guesses: list[int], released: list[str]) -> l
 # -- eta for d_chi -----------------------------------------------------------------
 
 def calibrated_eta(ctx: Context, target: float) -> dict:
-    """``calibrate-eta`` on the task's training tokens for ``target`` inversion accuracy (cached under OUT)."""
+    """``calibrate-eta`` on the first ``calibration_tokens`` training tokens for ``target`` inversion accuracy (cached under OUT)."""
     s = ctx.settings
     key = {"task": s.task, "model": s.model, "target": target, "tokens": s.calibration_tokens, "seed": s.seed}
     path = ctx.out / "calibration" / f"eta-t{target:g}.json"
@@ -191,8 +192,8 @@ def calibrated_eta(ctx: Context, target: float) -> dict:
         rec = read_json(path)
         if rec.get("key") == key:
             return rec
-    tokens = qu2021.dataset_tokens(s.task, "train", tokenizer=ctx.prep.encoder.tokenizer, data_dir=s.data_dir,
-                                   limit=s.calibration_tokens)
+    ds = ctx.prep.train  # the audited training slice; every sentence has at least one token
+    tokens = token_ids_of(ds.texts_a[: s.calibration_tokens], ctx.prep.encoder.tokenizer)[: s.calibration_tokens]
     rec = qu2021.calibrate_eta(ctx.space, tokens, target, ctx.rng())
     rec["key"] = key
     write_json_atomic(path, rec)

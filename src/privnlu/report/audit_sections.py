@@ -68,15 +68,15 @@ def frontier_figure(recs: list[dict], ctx: Context, name: str) -> str:
     seen = set()
     for r, p in zip(recs, points):
         s = r["scheme"]
-        ax.scatter(p.reid, p.utility, marker=MARKERS.get(s, "o"), s=70, color=COLORS.get(s, "k"), zorder=3,
+        ax.scatter(p.reid, p.utility, marker=MARKERS.get(s, "o"), s=70, color=COLORS.get(s, "k"), zorder=3, alpha=0.85,
                    edgecolor="white", linewidth=0.6, label=None if s in seen else r["scheme_title"])
         seen.add(s)
     ax.plot([p.reid for p in front], [p.utility for p in front], "-", color="#888", lw=1.5, zorder=2,
-            drawstyle="steps-post", label="Pareto front")
+            drawstyle="steps-post")
+    ax.scatter([p.reid for p in front], [p.utility for p in front], s=200, facecolor="none", edgecolor="#888", lw=1.5,
+               zorder=2, label="Pareto front (ringed, joined)")
     ax.axvline(recs[0]["random_guess_reid"], color="#555", ls="--", lw=1, label="random guess (re-identification)")
     ax.axhline(recs[0]["chance_utility"], color="#555", ls=":", lw=1, label="majority class (utility)")
-    if base is not None:
-        ax.scatter(base.reid, base.utility, s=220, facecolor="none", edgecolor="#222", lw=1.2, zorder=4, label="no privacy")
     ax.set_xlabel("sentence re-identification rate (%, lower is more private)")
     ax.set_ylabel(f"utility: {recs[0]['metric']} on dev (x100, higher is better)")
     ax.set_xlim(-3, 103)
@@ -119,7 +119,7 @@ def render_audit(records: list[dict], ctx: Context) -> str | None:
             + frontier_figure(recs, ctx, f"audit_frontier_{task}_{mode}")
             + "<h4>Recommendation (computed from the points above)</h4><ul>"
             + "".join(f"<li>{html.escape(a)}</li>" for a in advice) + "</ul>"
-            + "<h4>Every point</h4>" + table(HEAD, rows(recs))
+            + "<h4>Every point</h4>" + table(HEAD, rows(recs)).replace("<table>", "<table class='text'>", 1)
             + "<p class='note'>Re-identification: one name per released item (per recovered group for the reconstruction "
               "attack); 95 % Clopper-Pearson interval over the private sentences. Formal guarantees: DP instance encoding is "
               "accounted per example over the whole training release with dp-accounting; d_chi's eta bounds the output "
