@@ -180,3 +180,15 @@ def test_report_screenshots_in_headless_chromium(tmp_path):
     full = Image.open(tmp_path / "shots" / "full.png")
     assert top.size == (1280, 900) and full.width == 1280 and 900 < full.height < 3000  # trimmed to the content
     assert len(set(top.convert("L").getdata())) > 10  # something was drawn, not a blank page
+
+
+def test_demo_grid_covers_every_scheme(capsys):
+    from privnlu.audit import SCHEMES, grid
+    from privnlu.cli.main import main
+    from privnlu.experiments.demo import DEMO
+
+    pts = grid(DEMO)
+    assert {p.scheme for p in pts} == set(SCHEMES) and len(pts) == 15 and DEMO.task == "tweets"
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    assert "privacy-utility frontier" in capsys.readouterr().out

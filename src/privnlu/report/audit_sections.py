@@ -63,7 +63,7 @@ def summary(recs: list[dict]) -> str:
 def frontier_figure(recs: list[dict], ctx: Context, name: str) -> str:
     import matplotlib.pyplot as plt
 
-    points, front, base, _ = analysis(recs)
+    points, front, _, _ = analysis(recs)
     fig, ax = plt.subplots(figsize=(8.5, 5.2))
     seen = set()
     for r, p in zip(recs, points):
