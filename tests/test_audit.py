@@ -192,3 +192,21 @@ def test_demo_grid_covers_every_scheme(capsys):
     with pytest.raises(SystemExit):
         main(["demo", "--help"])
     assert "privacy-utility frontier" in capsys.readouterr().out
+
+
+def test_cli_audit_on_the_users_own_files(tiny_model, cache_dir, tmp_path):
+    from privnlu.cli.main import main
+
+    words = ["river", "stone", "cloud", "amber", "violet", "harbor", "meadow", "lantern", "copper", "willow"]
+    rows = [f"the {words[i % 10]} and the {words[(i // 10) % 10]} number {i}" for i in range(200)]
+    (tmp_path / "train.csv").write_text("text,label\n" + "".join(f"{t},{i % 2}\n" for i, t in enumerate(rows[:160])))
+    (tmp_path / "dev.csv").write_text("text,label\n" + "".join(f"{t},{i % 2}\n" for i, t in enumerate(rows[160:])))
+    out = tmp_path / "audit"
+    rc = main(["audit", "--task", "mine", "--train-file", str(tmp_path / "train.csv"), "--dev-file", str(tmp_path / "dev.csv"),
+               "--model", str(tiny_model), "--schemes", "none,dchi-sequence", "--private", "8", "--distractors", "60",
+               "--aux-size", "20", "--public-size", "40", "--epochs", "1", "--dchi-targets", "0.34", "--calibration-tokens", "200",
+               "--cache-dir", str(cache_dir), "--out", str(out), "--seed", "0", "--quiet"])
+    assert rc == 0
+    recs = [json.loads(p.read_text()) for p in sorted((out / "points").glob("*.json"))]
+    assert sorted(r["scheme"] for r in recs) == ["dchi-sequence", "none"] and all(r["task"] == "mine" for r in recs)
+    assert (out / "report" / "index.html").exists()
