@@ -21,9 +21,10 @@ One results JSON per point under ``OUT/points``; a rerun skips a point whose fil
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 from tqdm.auto import tqdm
@@ -142,6 +143,14 @@ def reidentification(guesses: list[int], n: int) -> dict:
     return {"rate": round(100.0 * hits / n, 2), "identified": hits, "n_private": n, "ci95": [round(lo, 2), round(hi, 2)]}
 
 
+@contextmanager
+def _stage(ctx: Context, desc: str) -> Iterator[None]:
+    """A one-step progress bar for a stage with no inner loop to show."""
+    with tqdm(total=1, desc=desc, disable=not ctx.progress, leave=False) as bar:
+        yield
+        bar.update(1)
+
+
 def _search(ctx: Context, queries: torch.Tensor) -> list[int]:
     view = AttackerView(SEARCH_THREAT, encodings=queries.float(), candidates=ctx.candidates)
     return [int(i) for i in SimilaritySearch().run(view).index]
@@ -154,11 +163,12 @@ def _reconstruct(ctx: Context, point: GridPoint, mechanism=None) -> tuple[list[i
     labels = torch.tensor(prep.train.labels)
     auxiliary = Corpus([prep.train.texts_a[i] for i in ctx.aux.tolist()], prep.train_x[ctx.aux], labels[ctx.aux])
     texts = ctx.candidates.texts[: ctx.n]
-    r = reconstruction_audit(prep.train_x[ctx.private], labels[ctx.private], Condition(point.name, point.m, point.k), ctx.rng(),
-                             epochs=s.attack_epochs, auxiliary=auxiliary, candidates=ctx.candidates, private_texts=texts,
-                             config=ReconstructionConfig(seed=s.seed if s.seed is not None else 0), methods=CLUSTERINGS,
-                             mechanism=mechanism, num_labels=len(prep.task.label_names),
-                             public=prep.public_x if point.scheme == "texthide-inter" else None, keep_guesses=True)
+    with _stage(ctx, f"{point.name}: reconstruction attack on {ctx.n * s.attack_epochs} encodings"):
+        r = reconstruction_audit(prep.train_x[ctx.private], labels[ctx.private], Condition(point.name, point.m, point.k),
+                                 ctx.rng(), epochs=s.attack_epochs, auxiliary=auxiliary, candidates=ctx.candidates,
+                                 private_texts=texts, config=ReconstructionConfig(seed=s.seed if s.seed is not None else 0),
+                                 methods=CLUSTERINGS, mechanism=mechanism, num_labels=len(prep.task.label_names),
+                                 public=prep.public_x if point.scheme == "texthide-inter" else None, keep_guesses=True)
     best = max(r["methods"], key=lambda m: reidentification(r["methods"][m].get("guesses", []), ctx.n)["rate"])
     res = r["methods"][best]
     guesses, truth = res.pop("guesses", []), res.pop("group_truth", [])
@@ -194,7 +204,8 @@ def calibrated_eta(ctx: Context, target: float) -> dict:
             return rec
     ds = ctx.prep.train  # the audited training slice; every sentence has at least one token
     tokens = token_ids_of(ds.texts_a[: s.calibration_tokens], ctx.prep.encoder.tokenizer)[: s.calibration_tokens]
-    rec = qu2021.calibrate_eta(ctx.space, tokens, target, ctx.rng())
+    with _stage(ctx, f"calibrating eta for token inversion {target:g}"):
+        rec = qu2021.calibrate_eta(ctx.space, tokens, target, ctx.rng())
     rec["key"] = key
     write_json_atomic(path, rec)
     return rec
