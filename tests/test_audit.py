@@ -39,6 +39,9 @@ def test_recommendation_is_computed_from_the_numbers():
     none = recommend([base, P("X", 70, 30)], baseline=base, random_reid=1.0, metric="mcc", ceilings=(5,))
     assert none == ["At most 5 % re-identification: no measured setting gets there; the lowest is 30.0 % from X (70.0 mcc)."]
     assert recommend([base], baseline=base, random_reid=1.0, metric="accuracy")[0].startswith("No privatized setting")
+    at_chance = recommend(pts, baseline=base, random_reid=2.0, metric="accuracy", ceilings=(1, 50), chance_utility=56.0)
+    assert at_chance[0].endswith("no better than always predicting the majority class (56.0).")
+    assert "majority class" not in at_chance[1]
 
 
 def test_clopper_pearson_and_reidentification():

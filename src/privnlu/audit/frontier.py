@@ -58,12 +58,13 @@ def _fmt(x: float) -> str:
 
 
 def recommend(points: Sequence[Point], *, baseline: Point | None, random_reid: float, metric: str,
-              ceilings: Sequence[float] = DEFAULT_CEILINGS) -> list[str]:
+              ceilings: Sequence[float] = DEFAULT_CEILINGS, chance_utility: float | None = None) -> list[str]:
     """Plain-language sentences, one per re-identification ceiling, computed from the measured points.
 
     For each ceiling ``c``: the best-utility point with ``reid <= c`` and its cost against ``baseline`` (no
-    privacy), or, when none qualifies, the point with the lowest re-identification. A final sentence names
-    the points that are indistinguishable from random guessing (``reid <= random_reid``), if any.
+    privacy), or, when none qualifies, the point with the lowest re-identification; a utility at or below
+    ``chance_utility`` (always predicting the majority class) is called out. A final sentence names the points
+    that are indistinguishable from random guessing (``reid <= random_reid``), if any.
     """
     private = [p for p in points if baseline is None or p is not baseline]
     if not private:
@@ -78,8 +79,11 @@ def recommend(points: Sequence[Point], *, baseline: Point | None, random_reid: f
                 gap = baseline.utility - best.utility
                 cost = (f", {_fmt(gap)} points below no privacy ({_fmt(baseline.utility)})" if gap > 0 else
                         f", no worse than no privacy ({_fmt(baseline.utility)})")
+            useless = ""
+            if chance_utility is not None and best.utility <= chance_utility:
+                useless = f"; that is no better than always predicting the majority class ({_fmt(chance_utility)})"
             out.append(f"At most {c:g} % re-identification: the best utility is {_fmt(best.utility)} {metric} "
-                       f"from {best.label} ({_fmt(best.reid)} % re-identified; formal guarantee: {best.guarantee}){cost}.")
+                       f"from {best.label} ({_fmt(best.reid)} % re-identified; formal guarantee: {best.guarantee}){cost}{useless}.")
         else:
             low = min(private, key=lambda p: (p.reid, -p.utility))
             out.append(f"At most {c:g} % re-identification: no measured setting gets there; the lowest is "

@@ -21,7 +21,12 @@ def audits(records: list[dict]) -> dict[tuple[str, str], list[dict]]:
         if r.get("kind") == "audit":
             out[(r["task"], r.get("mode", "frozen"))].append(r)
     order = {s: i for i, s in enumerate(SCHEMES)}
-    return {k: sorted(v, key=lambda r: (order.get(r["scheme"], 99), r["reid"]["rate"])) for k, v in out.items()}
+
+    def key(r: dict) -> tuple:
+        p = r.get("point", {})
+        return (order.get(r["scheme"], 99), p.get("epsilon") or 0, p.get("target") or 0, str(p.get("m", "")), r["reid"]["rate"])
+
+    return {k: sorted(v, key=key) for k, v in out.items()}
 
 
 def _own(r: dict) -> str:
@@ -47,7 +52,9 @@ def analysis(recs: list[dict]) -> tuple[list[Point], list[Point], Point | None, 
     points = [Point.from_record(r) for r in recs]
     base = next((p for p, r in zip(points, recs) if r["scheme"] == "none"), None)
     metric = recs[0]["metric"]
-    return points, pareto_front(points), base, recommend(points, baseline=base, random_reid=recs[0]["random_guess_reid"], metric=metric)
+    advice = recommend(points, baseline=base, random_reid=recs[0]["random_guess_reid"], metric=metric,
+                       chance_utility=recs[0].get("chance_utility"))
+    return points, pareto_front(points), base, advice
 
 
 def summary(recs: list[dict]) -> str:
