@@ -191,7 +191,7 @@ def test_demo_grid_covers_every_scheme(capsys):
     from privnlu.experiments.demo import DEMO
 
     pts = grid(DEMO)
-    assert {p.scheme for p in pts} == set(SCHEMES) and len(pts) == 13 and DEMO.task == "tweets"
+    assert {p.scheme for p in pts} == set(SCHEMES) and len(pts) == 12 and DEMO.task == "tweets"
     with pytest.raises(SystemExit):
         main(["demo", "--help"])
     assert "privacy-utility frontier" in capsys.readouterr().out
