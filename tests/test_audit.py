@@ -116,6 +116,8 @@ def test_changed_settings_rerun_the_point(tiny_model, cache_dir, tmp_path, small
     run_audit(s2, out, progress=False)
     second = json.loads((out / "points" / "none.json").read_text())
     assert first["settings"]["epochs"] == 1 and second["settings"]["epochs"] == 2
+    # another grid around it does not invalidate the point
+    assert replace(s2, dp_epsilons=(2.0,), dchi_targets=(0.5,)).key(None) == s2.key(None)
 
 
 def test_cli_refuses_bad_input_before_work(capsys, tmp_path):

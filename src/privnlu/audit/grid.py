@@ -107,15 +107,14 @@ class AuditSettings:
             raise PrivnluError("d_chi schemes are audited in frozen mode only; for joint fine-tuning under d_chi use "
                                "'privnlu dchi-finetune', or pass --schemes without the dchi-* ones")
 
-    def key(self) -> dict:
-        """The settings a finished point must share to be reused (paths excluded)."""
+    def key(self, point: "GridPoint | None" = None) -> dict:
+        """The settings a finished point must share to be reused: everything every point depends on (not paths,
+        not the other points of the grid), plus ``point`` itself. Adding an epsilon reruns nothing else."""
         d = asdict(self)
-        for k in ("data_dir", "cache_dir", "schemes"):
+        for k in ("data_dir", "cache_dir", "schemes", "texthide", "dp_point", "dp_epsilons", "dchi_targets"):
             d.pop(k)
-        d["texthide"] = [[m_label(m), k] for m, k in self.texthide]
-        d["dp_point"] = [m_label(self.dp_point[0]), self.dp_point[1]]
-        d["dp_epsilons"] = list(self.dp_epsilons)
-        d["dchi_targets"] = list(self.dchi_targets)
+        if point is not None:
+            d["point"] = point.to_json()
         return d
 
 

@@ -267,7 +267,7 @@ def run_point(ctx: Context, point: GridPoint) -> dict:
                  "distractors": len(ctx.candidates) - ctx.n},
         "random_guess_reid": round(ctx.random_reid, 3), "chance_utility": round(ctx.chance_utility, 2),
         "own_leakage": own, "guarantee": guarantee, "examples": examples,
-        "n_train": len(prep.train), "encoder": prep.encoder.name, "settings": s.key(),
+        "n_train": len(prep.train), "encoder": prep.encoder.name, "settings": s.key(point),
         "experiment_seed": s.seed, "seconds": round(time.time() - t0, 1),
     }
 
@@ -332,7 +332,7 @@ def point_path(out: Path, point: GridPoint) -> Path:
     return out / "points" / f"{point.name}.json"
 
 
-def finished(path: Path, settings: AuditSettings) -> dict | None:
+def finished(path: Path, settings: AuditSettings, point: GridPoint) -> dict | None:
     """The point's record if it exists and was made with the same settings."""
     if not path.exists():
         return None
@@ -340,7 +340,7 @@ def finished(path: Path, settings: AuditSettings) -> dict | None:
         rec = read_json(path)
     except (ValueError, OSError):
         return None
-    return rec if rec.get("kind") == "audit" and rec.get("settings") == settings.key() else None
+    return rec if rec.get("kind") == "audit" and rec.get("settings") == settings.key(point) else None
 
 
 def run_audit(settings: AuditSettings, out: str | Path, *, progress: bool = True,
@@ -352,7 +352,7 @@ def run_audit(settings: AuditSettings, out: str | Path, *, progress: bool = True
             f"the audit needs a classification task (the reconstruction attack uses class labels); {settings.task} is a regression task")
     out = Path(out)
     points = grid(settings)
-    done = {p.name: finished(point_path(out, p), settings) for p in points}
+    done = {p.name: finished(point_path(out, p), settings, p) for p in points}
     todo = [p for p in points if done[p.name] is None]
     if len(todo) < len(points):
         log(f"{len(points) - len(todo)} of {len(points)} points already finished under {out}; skipping them")
