@@ -14,18 +14,13 @@ matplotlib.use("Agg")
 from .. import __version__
 from ..errors import PrivnluError
 from ..io import write_text_atomic
-from .registry import SECTIONS, Context
+from .registry import SECTIONS, Context, plural
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.4}
 table{border-collapse:collapse;margin:1em 0;font-size:.92em}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;
 vertical-align:top}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;margin:.5em 0}
 table.text td,table.text th{text-align:left}.note{color:#555;font-size:.9em}nav{background:#f7f7f7;border:1px solid #ddd;padding:.5em 1em;
 margin:1em 0}nav ol{margin:.3em 0;padding-left:1.5em}section{margin-top:2em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em}"""
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 task``, ``2 tasks`` (``many`` for irregular plurals)."""
-    return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
 KIND_WORDS = {"train": ("training run", None), "audit": ("audit point", None), "attack": ("attack result", None),

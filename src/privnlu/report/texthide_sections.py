@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .registry import Context, md_table, section, table
+from .registry import Context, md_table, plural, section, table
 
 VARIANTS = ("baseline", "texthide-intra", "texthide-inter")
 M_ORDER = ["0", "1", "4", "16", "64", "256", "1024", "4096", "inf"]
@@ -52,7 +52,7 @@ def table1_rows(records: list[dict]) -> tuple[list[list[object]], str]:
                 drops[var].append(drop)
             cells += [r["score"] if r else None, _secondary(r), f"({r['m']}, {r['k']})" if r else "", drop]
         rows.append(cells)
-    summary = "; ".join(f"mean drop of {var} against the baseline: {sum(d) / len(d):.2f} points over {len(d)} tasks"
+    summary = "; ".join(f"mean drop of {var} against the baseline: {sum(d) / len(d):.2f} points over {plural(len(d), 'task')}"
                         for var, d in drops.items() if d)
     return rows, summary
 
