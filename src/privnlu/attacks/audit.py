@@ -183,12 +183,15 @@ def score_reconstruction(recovered: torch.Tensor, clusters: list[torch.Tensor], 
 def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Condition, rng: SecretGenerator, *,
                          epochs: int, auxiliary: Corpus, candidates: Corpus | None = None, private_texts: list[str] | None = None,
                          config=None, methods: tuple[str, ...] | None = None, mechanism=None,
-                         num_labels: int | None = None, distractors_x: torch.Tensor | None = None) -> dict:
+                         num_labels: int | None = None, distractors_x: torch.Tensor | None = None,
+                         public: torch.Tensor | None = None, keep_guesses: bool = False) -> dict:
     """Xie & Hong 2021 setting: release ``private_x`` ``epochs`` times under ``cond`` (one batch), attack, score.
 
     With ``mechanism`` (a :class:`~privnlu.mechanisms.dp.EncodingMechanism`) the release is DP instance
     encoding (Xie & Hong 2022): clipped, mixed, masked and noised (:class:`~privnlu.mechanisms.dp.DPTextHide`).
     Lenient / strict (with ``distractors_x``) / sentence success: :mod:`privnlu.attacks.reconstruction_metrics`.
+    With ``public`` the release is TextHide-inter (public rows mixed in; the attack is unchanged). With
+    ``keep_guesses`` each method also keeps, per group, the candidate it named and the group's true original.
     """
     import time as _time
 
@@ -198,11 +201,11 @@ def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Co
 
     n = len(private_x)
     if mechanism is None:
-        hider = TextHide(cond.m, cond.k, dim=private_x.shape[1], rng=rng)
+        hider = TextHide(cond.m, cond.k, dim=private_x.shape[1], rng=rng, public=public)
     else:
         from ..mechanisms.dp import DPTextHide
 
-        hider = DPTextHide(cond.m, cond.k, dim=private_x.shape[1], rng=rng, mechanism=mechanism)
+        hider = DPTextHide(cond.m, cond.k, dim=private_x.shape[1], rng=rng, mechanism=mechanism, public=public)
     payload, key = hide_dataset(hider, private_x, one_hot(labels, num_labels), epochs=epochs, batch_size=n)
     member = membership(key.partners, n, key.public)
     view = AttackerView(RECONSTRUCTION_THREAT, encodings=payload.x, mixed_labels=payload.y,
@@ -223,6 +226,9 @@ def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Co
             truth = [int(member[c].sum(0).argmax()) for c in r.clusters]
             s["sentence_identity"] = round(100.0 * float(np.mean([candidates.texts[j].strip() == private_texts[t].strip()
                                                                   for j, t in zip(r.sentence_index, truth)])), 2)
+            if keep_guesses:
+                s["guesses"] = [int(j) for j in r.sentence_index]
+                s["group_truth"] = truth
         s.update(success_rates(r.recovered, r.clusters, member, private_x, distractors_x=distractors_x,
                                sentence_index=r.sentence_index, candidate_texts=None if candidates is None else candidates.texts,
                                private_texts=private_texts))

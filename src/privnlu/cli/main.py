@@ -17,7 +17,7 @@ import warnings
 from ..errors import PrivnluError
 from .options import check_outputs, finalize
 
-COMMAND_MODULES = ("train", "encode", "sweep", "reproduce", "demo", "report", "tasks", "privatize", "dchi", "dchi_train", "federated", "gradient_attack", "attack", "dp")
+COMMAND_MODULES = ("train", "encode", "sweep", "reproduce", "demo", "report", "tasks", "privatize", "dchi", "dchi_train", "federated", "gradient_attack", "attack", "dp", "audit")
 
 
 class Terminated(KeyboardInterrupt):

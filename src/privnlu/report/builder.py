@@ -14,12 +14,33 @@ matplotlib.use("Agg")
 from .. import __version__
 from ..errors import PrivnluError
 from ..io import write_text_atomic
-from .registry import SECTIONS, Context
+from .registry import SECTIONS, Context, plural
 
-STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;margin:.5em 0}
-.note{color:#555;font-size:.9em}"""
+STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.4}
+table{border-collapse:collapse;margin:1em 0;font-size:.92em}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;
+vertical-align:top}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;margin:.5em 0}
+table.text td,table.text th{text-align:left}.note{color:#555;font-size:.9em}nav{background:#f7f7f7;border:1px solid #ddd;padding:.5em 1em;
+margin:1em 0}nav ol{margin:.3em 0;padding-left:1.5em}section{margin-top:2em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em}"""
+
+
+KIND_WORDS = {"train": ("training run", None), "audit": ("audit point", None), "attack": ("attack result", None),
+              "dchi": ("d_chi analysis", "d_chi analyses"), "federated": ("federated run", None)}
+
+
+def run_summary(records: list[dict]) -> str:
+    """One sentence on what was run: record counts by kind and the tasks they cover."""
+    kinds: dict[str, int] = {}
+    for r in records:
+        kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
+    parts = []
+    for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]):
+        word, many = KIND_WORDS.get(kind, (f"{kind} result", None))
+        parts.append(plural(n, word, many))
+    tasks = sorted({str(r["task"]) for r in records if r.get("task")})
+    text = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    if tasks:
+        text += f" on {plural(len(tasks), 'task')} ({', '.join(tasks)})"
+    return text + "."
 
 
 def load_results(paths: list[str | Path]) -> list[dict]:
@@ -126,10 +147,14 @@ def build_report(paths: list[str | Path], out_dir: str | Path, *, title: str = "
 
         bodies, used = _render_all(records, render)
         parts = [f'<section id="{sec.name}"><h2>{html.escape(sec.title)}</h2>{body}</section>' for sec, body in bodies]
+        nav = [f'<li><a href="#{sec.name}">{html.escape(sec.title)}</a></li>' for sec, _ in bodies]
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-        page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+                f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
                 f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
-                f"<p class='note'>privnlu {__version__}, {len(used)} result records, generated {stamp}.</p>"
+                f"<p>{html.escape(run_summary(used))}</p>"
+                f"<nav><strong>Sections</strong><ol>{''.join(nav)}</ol></nav>"
+                f"<p class='note'>privnlu {__version__}, {plural(len(used), 'result record')}, generated {stamp}.</p>"
                 + "".join(parts) + "</body></html>")
         write_text_atomic(stage / "index.html", page, mode=0o644)  # a page for readers: not 0600 like mkstemp
         out.mkdir(parents=True, exist_ok=True)

@@ -54,10 +54,36 @@ class Context:
         import matplotlib.pyplot as plt
 
         fname = f"{name}.png"
+        legends_outside(fig)
         fig.savefig(self.out_dir / fname, dpi=110, bbox_inches="tight")
         plt.close(fig)
         self.figures.append(fname)
         return f'<img src="{fname}" alt="{html.escape(alt)}">'
+
+
+def legends_outside(fig) -> None:
+    """Move every axes legend off the data: to the right of a lone axes, below each axes of a one-row grid.
+
+    The page saves with ``bbox_inches="tight"``, so the figure grows to hold the moved legends.
+    """
+    axes = [ax for ax in fig.axes if ax.get_legend() is not None]
+    rows = {ax.get_subplotspec().rowspan.start for ax in fig.axes if ax.get_subplotspec() is not None}
+    for ax in axes:
+        old = ax.get_legend()
+        size = old.get_texts()[0].get_fontsize() if old.get_texts() else None
+        handles, labels = ax.get_legend_handles_labels()
+        if not handles:
+            continue
+        if len(fig.axes) == 1:
+            ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=size, frameon=False)
+        elif len(rows) <= 1:
+            ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=size, frameon=False,
+                      ncol=min(2, len(labels)))
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 task``, ``2 tasks`` (``many`` for irregular plurals)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
 def fmt(v: object) -> str:

@@ -13,7 +13,7 @@ from pathlib import PurePath
 
 from ..paper_values import compare_cells, lookup
 from ..paper_values import huang2020 as paper
-from .registry import Context, md_table, section, table
+from .registry import Context, md_table, plural, section, table
 
 VARIANTS = ("baseline", "texthide-intra", "texthide-inter")
 SHORT = {"baseline": "baseline", "texthide-intra": "intra", "texthide-inter": "inter"}
@@ -115,7 +115,7 @@ def table1_rows(records: list[dict]) -> tuple[list[list[object]], str]:
     for var, d in drops.items():
         name = var.split(" ")[0]
         same = paper.mean_reduction(name, paper_rows[var]) if paper_rows[var] else None
-        parts.append(f"mean reduction of {var}: ours {sum(d) / len(d):.2f} points over {len(d)} tasks"
+        parts.append(f"mean reduction of {var}: ours {sum(d) / len(d):.2f} points over {plural(len(d), 'task')}"
                      + (f" (paper, same tasks, primary metric: {same:.2f})" if same is not None else ""))
     claim = lookup("huang2020", "Table 1", "mean reduction", "TextHide-intra")
     summary = "; ".join(parts) + (f". The paper states {claim.value} for intra, which is the mean over all 12 numbers "

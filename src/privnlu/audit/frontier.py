@@ -1,0 +1,96 @@
+"""The privacy-utility frontier of an audit: Pareto front, references and a recommendation, from numbers only.
+
+A point is one (scheme, setting) with its utility ``u`` (the task's headline metric, x100, higher is better)
+and its sentence re-identification rate ``r`` (%, lower is better). Point ``a`` dominates ``b`` when
+``r_a <= r_b`` and ``u_a >= u_b`` with at least one strict inequality; the Pareto front is the set of points
+no other point dominates. Nothing here knows a scheme's name: the recommendation's wording is built from the
+measured points alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from scipy import stats
+
+#: re-identification ceilings (%) the recommendation answers for
+DEFAULT_CEILINGS = (1.0, 5.0, 20.0)
+
+
+@dataclass(frozen=True)
+class Point:
+    """What the frontier needs of one audit point."""
+
+    label: str  # e.g. "d_chi sequence-rep, eta = 12.3"
+    utility: float
+    reid: float
+    guarantee: str = ""  # e.g. "epsilon = 8 per example", "none", "eta = 12.3 (metric DP)"
+
+    @classmethod
+    def from_record(cls, rec: dict) -> "Point":
+        return cls(f"{rec['scheme_title']}, {rec['setting']}" if rec.get("setting") else rec["scheme_title"],
+                   float(rec["utility"]), float(rec["reid"]["rate"]), rec["guarantee"]["text"])
+
+
+def dominates(a: Point, b: Point) -> bool:
+    return a.reid <= b.reid and a.utility >= b.utility and (a.reid < b.reid or a.utility > b.utility)
+
+
+def pareto_front(points: Sequence[Point]) -> list[Point]:
+    """The non-dominated points, by increasing re-identification (ties in both numbers are all kept)."""
+    front = [p for p in points if not any(dominates(q, p) for q in points)]
+    return sorted(front, key=lambda p: (p.reid, -p.utility))
+
+
+def clopper_pearson(hits: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact two-sided binomial interval for a rate ``hits / n``, in %."""
+    if n <= 0:
+        return (0.0, 100.0)
+    a = (1 - level) / 2
+    lo = 0.0 if hits == 0 else float(stats.beta.ppf(a, hits, n - hits + 1))
+    hi = 1.0 if hits == n else float(stats.beta.ppf(1 - a, hits + 1, n - hits))
+    return (100 * lo, 100 * hi)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.1f}"
+
+
+def recommend(points: Sequence[Point], *, baseline: Point | None, random_reid: float, metric: str,
+              ceilings: Sequence[float] = DEFAULT_CEILINGS, chance_utility: float | None = None) -> list[str]:
+    """Plain-language sentences, one per re-identification ceiling, computed from the measured points.
+
+    For each ceiling ``c``: the best-utility point with ``reid <= c`` and its cost against ``baseline`` (no
+    privacy), or, when none qualifies, the point with the lowest re-identification; a utility at or below
+    ``chance_utility`` (always predicting the majority class) is called out. A final sentence names the points
+    that are indistinguishable from random guessing (``reid <= random_reid``), if any.
+    """
+    private = [p for p in points if baseline is None or p is not baseline]
+    if not private:
+        return ["No privatized setting was measured, so there is nothing to recommend."]
+    out = []
+    for c in sorted(ceilings):
+        ok = [p for p in private if p.reid <= c]
+        if ok:
+            best = max(ok, key=lambda p: (p.utility, -p.reid))
+            cost = ""
+            if baseline is not None:
+                gap = baseline.utility - best.utility
+                cost = (f", {_fmt(gap)} points below no privacy ({_fmt(baseline.utility)})" if gap > 0 else
+                        f", no worse than no privacy ({_fmt(baseline.utility)})")
+            useless = ""
+            if chance_utility is not None and best.utility <= chance_utility:
+                useless = f"; that is no better than always predicting the majority class ({_fmt(chance_utility)})"
+            out.append(f"At most {c:g} % re-identification: the best utility is {_fmt(best.utility)} {metric} "
+                       f"from {best.label} ({_fmt(best.reid)} % re-identified; formal guarantee: {best.guarantee}){cost}{useless}.")
+        else:
+            low = min(private, key=lambda p: (p.reid, -p.utility))
+            out.append(f"At most {c:g} % re-identification: no measured setting gets there; the lowest is "
+                       f"{_fmt(low.reid)} % from {low.label} ({_fmt(low.utility)} {metric}).")
+    chance = [p for p in private if p.reid <= random_reid]
+    if chance:
+        best = max(chance, key=lambda p: p.utility)
+        out.append(f"{len(chance)} of {len(private)} privatized settings are no better for the attacker than random "
+                   f"guessing ({_fmt(random_reid)} %); the most useful of them is {best.label} at {_fmt(best.utility)} {metric}.")
+    return out

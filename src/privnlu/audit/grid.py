@@ -1,0 +1,133 @@
+"""The audit's settings and its grid of (scheme, setting) points."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from ..errors import PrivnluError, require
+from ..mechanisms.dp import check_dp_settings
+from ..mechanisms.texthide import m_label, parse_m
+
+SCHEMES = ("none", "texthide-intra", "texthide-inter", "dp-ie", "dchi-text", "dchi-token", "dchi-sequence")
+TITLES = {
+    "none": "no privacy",
+    "texthide-intra": "TextHide-intra",
+    "texthide-inter": "TextHide-inter",
+    "dp-ie": "DP instance encoding",
+    "dchi-text": "d_chi text-to-text",
+    "dchi-token": "d_chi token-rep",
+    "dchi-sequence": "d_chi sequence-rep",
+}
+#: the attack each scheme is audited with (the strongest applicable one in privnlu)
+ATTACKS = {
+    "none": "similarity search on the released representation",
+    "texthide-intra": "reconstruction (Xie & Hong 2021), then search",
+    "texthide-inter": "reconstruction (Xie & Hong 2021), then search",
+    "dp-ie": "reconstruction (Xie & Hong 2021), then search",
+    "dchi-text": "search on the privatized text's embedding",
+    "dchi-token": "nearest-token inversion, then search",
+    "dchi-sequence": "similarity search on the noisy representation",
+}
+TEXTHIDE_POINT = (256, 4)  # Huang et al. 2020: the paper's recommended (m, k)
+DP_POINT = (16, 4)  # Xie & Hong 2022 add DP noise to TextHide (16, 4)
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    """One point of the grid: a scheme and its parameters."""
+
+    scheme: str
+    m: float = 0
+    k: int = 1
+    epsilon: float | None = None  # dp-ie
+    target: float | None = None  # d_chi: target token-inversion accuracy that fixes eta
+
+    @property
+    def name(self) -> str:
+        """File-name-safe identifier."""
+        if self.scheme.startswith("texthide"):
+            return f"{self.scheme}-m{m_label(self.m)}-k{self.k}"
+        if self.scheme == "dp-ie":
+            return f"dp-ie-m{m_label(self.m)}-k{self.k}-eps{self.epsilon:g}"
+        if self.scheme.startswith("dchi"):
+            return f"{self.scheme}-t{self.target:g}"
+        return self.scheme
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["m"] = m_label(self.m)
+        return d
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """Everything that defines an audit (a point's results are reused only when these match)."""
+
+    task: str
+    model: str | None = None
+    mode: str = "frozen"
+    train_limit: int | None = None
+    dev_limit: int | None = None
+    max_length: int = 128
+    epochs: int = 20  # head training
+    seed: int | None = None
+    n_private: int = 100  # private training sentences attacked
+    distractors: int = 5000
+    attack_epochs: int = 50  # reconstruction: encodings per private sentence (Xie & Hong 2021: 50)
+    aux_size: int = 2000  # reconstruction: the attacker's same-distribution examples
+    public_size: int = 5000  # public sentences for TextHide-inter (also used as distractors)
+    texthide: tuple[tuple[float, int], ...] = (TEXTHIDE_POINT,)
+    dp_point: tuple[float, int] = DP_POINT
+    dp_epsilons: tuple[float, ...] = (1.0, 8.0, 64.0)
+    dp_mechanism: str = "gaussian"
+    dp_delta: float = 1e-5
+    dp_clip: float = 1.0
+    dchi_targets: tuple[float, ...] = (0.1, 0.34, 0.7)
+    calibration_tokens: int = 3000
+    schemes: tuple[str, ...] = SCHEMES
+    data_dir: str | None = field(default=None, compare=False)
+    cache_dir: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        for s in self.schemes:
+            require(s in SCHEMES, f"unknown scheme '{s}'; choose from {', '.join(SCHEMES)}")
+        require(self.mode in ("frozen", "joint"), f"unknown mode '{self.mode}'; use frozen or joint")
+        for name in ("n_private", "distractors", "attack_epochs", "aux_size", "public_size", "epochs", "calibration_tokens", "max_length"):
+            require(getattr(self, name) >= 1, f"{name.replace('_', ' ')} must be >= 1")
+        require(self.n_private >= 4, "the audit needs at least 4 private sentences (k = 4 mixes them)")
+        require(self.attack_epochs >= 2, "the reconstruction attack needs at least 2 encodings per sentence (--attack-epochs 2)")
+        for t in self.dchi_targets:
+            require(0 < t < 1, f"every d_chi target accuracy must be in (0, 1), not {t}")
+        for e in self.dp_epsilons:
+            check_dp_settings(self.dp_mechanism, e, self.dp_delta, self.dp_clip, "correct")
+        for m, k in self.texthide + (self.dp_point,):
+            parse_m(m)
+            require(k >= 2, f"TextHide points need k >= 2 (inter mixes floor(k/2) public rows), not {k}")
+        if self.mode == "joint" and any(s.startswith("dchi") for s in self.schemes):
+            raise PrivnluError("d_chi schemes are audited in frozen mode only; for joint fine-tuning under d_chi use "
+                               "'privnlu dchi-finetune', or pass --schemes without the dchi-* ones")
+
+    def key(self, point: "GridPoint | None" = None) -> dict:
+        """The settings a finished point must share to be reused: everything every point depends on (not paths,
+        not the other points of the grid), plus ``point`` itself. Adding an epsilon reruns nothing else."""
+        d = asdict(self)
+        for k in ("data_dir", "cache_dir", "schemes", "texthide", "dp_point", "dp_epsilons", "dchi_targets"):
+            d.pop(k)
+        if point is not None:
+            d["point"] = point.to_json()
+        return d
+
+
+def grid(s: AuditSettings) -> list[GridPoint]:
+    """The audit's points, in the order they are run."""
+    pts: list[GridPoint] = []
+    for scheme in s.schemes:
+        if scheme == "none":
+            pts.append(GridPoint("none"))
+        elif scheme.startswith("texthide"):
+            pts += [GridPoint(scheme, parse_m(m), k) for m, k in s.texthide]
+        elif scheme == "dp-ie":
+            pts += [GridPoint("dp-ie", parse_m(s.dp_point[0]), s.dp_point[1], epsilon=e) for e in s.dp_epsilons]
+        else:
+            pts += [GridPoint(scheme, target=t) for t in s.dchi_targets]
+    return pts

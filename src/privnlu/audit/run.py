@@ -1,0 +1,368 @@
+"""``privnlu audit``: one task, every scheme, one privacy-utility frontier.
+
+For each grid point (:mod:`privnlu.audit.grid`) the audit measures
+
+* **utility**: the task's headline metric after training with the shared pipeline
+  (:func:`privnlu.experiments.pipeline.train_run`; frozen features by default);
+* **leakage**: the *sentence re-identification rate*. ``n`` private training sentences are released under the
+  scheme; the attacker holds a candidate corpus of those ``n`` plus ``D`` distractor sentences (other training
+  and dev sentences, then public Wikipedia sentences; no text twice) and names at most one candidate per
+  released item (per recovered group for the reconstruction attack). The rate is the share of the ``n``
+  private sentences among the names, ``|names & private| / n``. Naming ``n`` distinct candidates uniformly at
+  random gives ``n / (n + D)`` in expectation: the random-guess reference;
+* each scheme's own leakage figures (token survival for d_chi, the keyless ``|x~|`` head's accuracy and the
+  reconstruction success of Xie & Hong 2021 for TextHide and DP-IE);
+* the **guarantee**: the accounted per-example (epsilon, delta) of the whole training release for DP-IE
+  (dp-accounting, via :mod:`privnlu.mechanisms.dp`), none for TextHide, eta (metric DP) for d_chi.
+
+One results JSON per point under ``OUT/points``; a rerun skips a point whose file exists with the same settings.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Iterator
+
+import torch
+from tqdm.auto import tqdm
+
+from .. import __version__
+from ..attacks.audit import Condition, reconstruction_audit
+from ..attacks.dchi_inversion import NearestNeighbourInversion
+from ..attacks.reconstruction import CLUSTERINGS, ReconstructionConfig
+from ..attacks.search import SimilaritySearch
+from ..attacks.threat import SEARCH_THREAT, AttackerView, Corpus
+from ..data import metrics
+from ..errors import PrivnluError, require
+from ..experiments import qu2021
+from ..experiments.pipeline import Prepared, RunSpec, prepare, train_run, with_scheme
+from ..experiments.xie2021 import select_examples
+from ..io import read_json, write_json_atomic
+from ..mechanisms.dchi import TokenSpace, privatized_positions
+from ..mechanisms.dchi_stats import token_ids_of
+from ..mechanisms.dp import DPSettings
+from ..mechanisms.texthide import m_label
+from ..rng import SecretGenerator
+from ..training import TrainConfig
+from . import dchi_release
+from .frontier import clopper_pearson
+from .grid import ATTACKS, TITLES, AuditSettings, GridPoint, grid
+
+N_EXAMPLES = 3
+
+
+@dataclass
+class Context:
+    """What every point shares: the data, clean representations, the private sample and the candidates."""
+
+    settings: AuditSettings
+    base: RunSpec
+    prep: Prepared  # frozen features (train, dev, public)
+    private: torch.Tensor  # train row ids of the n private sentences
+    aux: torch.Tensor  # train row ids of the reconstruction attacker's auxiliary data
+    candidates: Corpus  # the n private sentences first, then the distractors
+    chance_utility: float
+    progress: bool
+    out: Path
+    _space: TokenSpace | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.private)
+
+    @property
+    def random_reid(self) -> float:
+        return 100.0 * self.n / len(self.candidates)
+
+    @property
+    def space(self) -> TokenSpace:
+        if self._space is None:
+            enc = self.prep.encoder
+            self._space = TokenSpace.from_model(enc.model, enc.tokenizer)
+        return self._space
+
+    def rng(self) -> SecretGenerator:
+        return SecretGenerator(self.settings.seed, warn=False)
+
+
+def base_spec(s: AuditSettings) -> RunSpec:
+    return RunSpec(task=s.task, model=s.model, mode=s.mode, max_length=s.max_length, train_limit=s.train_limit,
+                   dev_limit=s.dev_limit, data_dir=s.data_dir, cache_dir=s.cache_dir, public_size=s.public_size,
+                   train=TrainConfig(epochs=s.epochs, seed=s.seed))
+
+
+def build_context(s: AuditSettings, out: Path, *, progress: bool = True) -> Context:
+    """Load the task and its clean representations (feature cache), pick the private sample and the candidates."""
+    base = base_spec(s)
+    prep = prepare(replace(with_scheme(base, m=256, k=4, inter=True), mode="frozen"), progress=progress)
+    assert prep.train_x is not None and prep.public_x is not None
+    private, aux = select_examples(prep, s.n_private, s.aux_size, s.seed)
+    first = prep.task.eval_splits[0]
+    texts = [prep.train.texts_a[i] for i in private.tolist()]
+    xs = [prep.train_x[private]]
+    seen = set(texts)
+    taken = set(private.tolist()) | set(aux.tolist())
+    pools = [(prep.train.texts_a, prep.train_x, [i for i in range(len(prep.train)) if i not in taken]),
+             (prep.evals[first].texts_a, prep.eval_x[first], range(len(prep.evals[first]))),
+             (_public_texts(s), prep.public_x, range(len(prep.public_x)))]
+    rows: list[torch.Tensor] = []
+    for pool_texts, pool_x, idx in pools:
+        for i in idx:
+            if len(rows) >= s.distractors:
+                break
+            t = pool_texts[i]
+            if t not in seen:
+                seen.add(t)
+                texts.append(t)
+                rows.append(pool_x[i])
+    if len(rows) < s.distractors:
+        raise PrivnluError(f"only {len(rows)} distinct distractor sentences are available, {s.distractors} asked; "
+                           "raise --public-size or lower --distractors")
+    candidates = Corpus(texts, torch.cat([xs[0], torch.stack(rows)]).float())
+    gold = list(prep.evals[first].labels)
+    majority = max(set(gold), key=gold.count)
+    chance = metrics.compute(prep.task.metric, [majority] * len(gold), gold)["score"]
+    return Context(s, base, prep, private, aux, candidates, chance, progress, out)
+
+
+def _public_texts(s: AuditSettings) -> list[str]:
+    from ..data import load_public_corpus
+
+    return load_public_corpus("wiki", s.public_size).texts_a
+
+
+# -- attacks and scores ----------------------------------------------------------
+
+def reidentification(guesses: list[int], n: int) -> dict:
+    """Share of the ``n`` private sentences (candidates ``0..n-1``) among the attacker's names, in %."""
+    hits = len({int(g) for g in guesses if 0 <= int(g) < n})
+    lo, hi = clopper_pearson(hits, n)
+    return {"rate": round(100.0 * hits / n, 2), "identified": hits, "n_private": n, "ci95": [round(lo, 2), round(hi, 2)]}
+
+
+@contextmanager
+def _stage(ctx: Context, desc: str) -> Iterator[None]:
+    """A one-step progress bar for a stage with no inner loop to show."""
+    with tqdm(total=1, desc=desc, disable=not ctx.progress, leave=False) as bar:
+        yield
+        bar.update(1)
+
+
+def _search(ctx: Context, queries: torch.Tensor) -> list[int]:
+    view = AttackerView(SEARCH_THREAT, encodings=queries.float(), candidates=ctx.candidates)
+    return [int(i) for i in SimilaritySearch().run(view).index]
+
+
+def _reconstruct(ctx: Context, point: GridPoint, mechanism=None) -> tuple[list[int], dict, list[dict]]:
+    """Xie & Hong 2021 on a release of the private sample; the strongest clustering method's names."""
+    s, prep = ctx.settings, ctx.prep
+    assert prep.train_x is not None
+    labels = torch.tensor(prep.train.labels)
+    auxiliary = Corpus([prep.train.texts_a[i] for i in ctx.aux.tolist()], prep.train_x[ctx.aux], labels[ctx.aux])
+    texts = ctx.candidates.texts[: ctx.n]
+    with _stage(ctx, f"{point.name}: reconstruction attack on {ctx.n * s.attack_epochs} encodings"):
+        r = reconstruction_audit(prep.train_x[ctx.private], labels[ctx.private], Condition(point.name, point.m, point.k),
+                                 ctx.rng(), epochs=s.attack_epochs, auxiliary=auxiliary, candidates=ctx.candidates,
+                                 private_texts=texts, config=ReconstructionConfig(seed=s.seed if s.seed is not None else 0),
+                                 methods=CLUSTERINGS, mechanism=mechanism, num_labels=len(prep.task.label_names),
+                                 public=prep.public_x if point.scheme == "texthide-inter" else None, keep_guesses=True)
+    best = max(r["methods"], key=lambda m: reidentification(r["methods"][m].get("guesses", []), ctx.n)["rate"])
+    res = r["methods"][best]
+    guesses, truth = res.pop("guesses", []), res.pop("group_truth", [])
+    for m in r["methods"].values():
+        m.pop("guesses", None)
+        m.pop("group_truth", None)
+    examples = []
+    for i in range(min(N_EXAMPLES, ctx.n)):
+        named = [g for g, t in zip(guesses, truth) if t == i]
+        examples.append({"private": texts[i], "released": f"{s.attack_epochs} mixed, masked encodings",
+                         "recovered": ctx.candidates.texts[named[0]] if named else "(no group formed for it)"})
+    own = {"reconstruction_method": best, "reconstruction_success": res["success"],
+           "methods": {m: {"success": v["success"], "sentence_identity": v.get("sentence_identity")} for m, v in r["methods"].items()},
+           "n_encodings": r["n_encodings"], "attack_seconds": r["attack_seconds"]}
+    return guesses, own, examples
+
+
+def _search_examples(ctx: Context, guesses: list[int], released: list[str]) -> list[dict]:
+    return [{"private": ctx.candidates.texts[i], "released": released[i], "recovered": ctx.candidates.texts[guesses[i]]}
+            for i in range(min(N_EXAMPLES, ctx.n))]
+
+
+# -- eta for d_chi -----------------------------------------------------------------
+
+def calibrated_eta(ctx: Context, target: float) -> dict:
+    """``calibrate-eta`` on the first ``calibration_tokens`` training tokens for ``target`` inversion accuracy (cached under OUT)."""
+    s = ctx.settings
+    key = {"task": s.task, "model": s.model, "target": target, "tokens": s.calibration_tokens, "seed": s.seed}
+    path = ctx.out / "calibration" / f"eta-t{target:g}.json"
+    if path.exists():
+        rec = read_json(path)
+        if rec.get("key") == key:
+            return rec
+    ds = ctx.prep.train  # the audited training slice; every sentence has at least one token
+    tokens = token_ids_of(ds.texts_a[: s.calibration_tokens], ctx.prep.encoder.tokenizer)[: s.calibration_tokens]
+    with _stage(ctx, f"calibrating eta for token inversion {target:g}"):
+        rec = qu2021.calibrate_eta(ctx.space, tokens, target, ctx.rng())
+    rec["key"] = key
+    write_json_atomic(path, rec)
+    return rec
+
+
+# -- one point --------------------------------------------------------------------
+
+def _train(ctx: Context, spec: RunSpec, prep: Prepared | None = None) -> dict:
+    if prep is None:
+        prep = ctx.prep if spec.mode == "frozen" else prepare(spec, progress=ctx.progress)
+    rec = train_run(spec, prep, progress=ctx.progress, group="audit")
+    return {k: rec[k] for k in ("metric", "score", "best_score", "eval", "dp", "seconds", "label")}
+
+
+def run_point(ctx: Context, point: GridPoint) -> dict:
+    """Train, attack and score one grid point; returns its results record."""
+    t0 = time.time()
+    s, prep, base = ctx.settings, ctx.prep, ctx.base
+    own: dict = {}
+    eta = None
+    if point.scheme == "none":
+        train = _train(ctx, base)
+        guesses = _search(ctx, ctx.candidates.x[: ctx.n])
+        examples = _search_examples(ctx, guesses, ["(its clean representation)"] * ctx.n)
+        guarantee = {"kind": "none", "text": "none (no privatization)"}
+    elif point.scheme.startswith("texthide"):
+        spec = with_scheme(base, m=point.m, k=point.k, inter=point.scheme == "texthide-inter")
+        train = _train(ctx, spec)
+        if s.mode == "frozen":  # the keyless head: trained on |x~|, used on plain |h(x)|, no key needed
+            keyless = _train(ctx, replace(spec, train=replace(spec.train, abs_input=True, eval_mask="none")))
+            own["keyless_abs_head"] = keyless["score"]
+        guesses, rec_own, examples = _reconstruct(ctx, point)
+        own.update(rec_own)
+        guarantee = {"kind": "none", "text": "none (TextHide has no formal guarantee)"}
+    elif point.scheme == "dp-ie":
+        dp = DPSettings(s.dp_mechanism, point.epsilon, s.dp_delta, s.dp_clip)
+        spec = with_scheme(base, m=point.m, k=point.k, dp=dp)
+        train = _train(ctx, spec)
+        cal = dp.calibrate(dim=prep.encoder.dim, k=point.k, epochs=s.attack_epochs)
+        guesses, own, examples = _reconstruct(ctx, point, cal.mechanism)
+        acc = train["dp"] or {}
+        eps = acc.get("accounted_epsilon", point.epsilon)
+        guarantee = {"kind": "dp", "epsilon": eps, "delta": s.dp_delta,
+                     "text": f"({eps:.3g}, {s.dp_delta:g})-DP per example, whole training release"}
+    else:
+        cal = calibrated_eta(ctx, point.target)
+        eta = float(cal["eta"])
+        guesses, own, examples, train = _dchi(ctx, point, eta)
+        own["calibration_accuracy"] = cal["accuracy_at_eta"]
+        unit = "sentence representation" if point.scheme == "dchi-sequence" else "token"
+        guarantee = {"kind": "metric-dp", "eta": eta,
+                     "text": f"eta = {eta:.3g} metric DP per {unit} (exp(eta d) bound), no (epsilon, delta)"}
+    return {
+        "kind": "audit", "privnlu": __version__, "task": prep.task.name, "metric": prep.task.metric,
+        "scheme": point.scheme, "scheme_title": TITLES[point.scheme], "setting": _setting(point, eta),
+        "point": point.to_json(), "name": point.name, "mode": s.mode,
+        "utility": round(float(train["score"]), 2), "train": train,
+        "reid": {**reidentification(guesses, ctx.n), "attack": ATTACKS[point.scheme], "candidates": len(ctx.candidates),
+                 "distractors": len(ctx.candidates) - ctx.n},
+        "random_guess_reid": round(ctx.random_reid, 3), "chance_utility": round(ctx.chance_utility, 2),
+        "own_leakage": own, "guarantee": guarantee, "examples": examples,
+        "n_train": len(prep.train), "encoder": prep.encoder.name, "settings": s.key(point),
+        "experiment_seed": s.seed, "seconds": round(time.time() - t0, 1),
+    }
+
+
+def _setting(point: GridPoint, eta: float | None) -> str:
+    if point.scheme.startswith("texthide"):
+        return f"m = {m_label(point.m)}, k = {point.k}"
+    if point.scheme == "dp-ie":
+        return f"epsilon = {point.epsilon:g} (m = {m_label(point.m)}, k = {point.k})"
+    if eta is not None:
+        return f"eta = {eta:.3g} (token inversion {point.target:g})"
+    return ""
+
+
+def _dchi(ctx: Context, point: GridPoint, eta: float) -> tuple[list[int], dict, list[dict], dict]:
+    s, prep = ctx.settings, ctx.prep
+    enc, rng = prep.encoder, ctx.rng()
+    assert prep.train_x is not None
+    kw = dict(max_length=s.max_length, progress=ctx.progress)
+    tr = dchi_release.release(point.scheme, enc, ctx.space, prep.train, prep.train_x, eta, rng, keep=ctx.private,
+                              desc=f"{point.name} train", **kw)
+    evs = {sp: dchi_release.release(point.scheme, enc, ctx.space, ds, prep.eval_x[sp], eta, rng, desc=f"{point.name} {sp}", **kw)
+           for sp, ds in prep.evals.items()}
+    private_prep = replace(prep, train_x=tr.features, eval_x={sp: r.features for sp, r in evs.items()})
+    train = _train(ctx, ctx.base, private_prep)
+    own: dict = {}
+    rows = ctx.private.tolist()
+    if point.scheme == "dchi-sequence":
+        queries = tr.features[ctx.private]
+        released = [f"({enc.dim}-d noisy representation)"] * ctx.n
+    elif point.scheme == "dchi-text":
+        queries = tr.features[ctx.private]  # h(M_txt(x)): the attacker embeds the privatized text with the public h
+        released = [enc.tokenizer.decode(tr.kept[r][2], skip_special_tokens=True) for r in rows]
+        own["token_survival"] = round(tr.surviving / max(1, tr.privatized), 4)
+    else:
+        inv = NearestNeighbourInversion(ctx.space)
+        hit = total = 0
+        recovered_ids = []
+        for r in rows:
+            ids, mask, noisy = tr.kept[r]
+            pos = privatized_positions(ctx.space, ids, mask)
+            guess = ids.clone()  # special tokens are sent unnoised; the attacker sees where they are
+            guess[pos] = inv.invert(noisy[pos])
+            hit += int((guess[pos] == ids[pos]).sum())
+            total += int(pos.sum())
+            recovered_ids.append((guess, mask))
+        own["token_survival"] = round(hit / max(1, total), 4)
+        with torch.no_grad():
+            queries = torch.cat([enc(g[None], m[None]).float() for g, m in recovered_ids])
+        released = [enc.tokenizer.decode(g[m.bool()], skip_special_tokens=True) for g, m in recovered_ids]
+    guesses = _search(ctx, queries)
+    examples = _search_examples(ctx, guesses, released)
+    if point.scheme == "dchi-token":
+        for e in examples:
+            e["released"] = "inverted tokens: " + e["released"]
+    return guesses, own, examples, train
+
+
+# -- the audit --------------------------------------------------------------------
+
+def point_path(out: Path, point: GridPoint) -> Path:
+    return out / "points" / f"{point.name}.json"
+
+
+def finished(path: Path, settings: AuditSettings, point: GridPoint) -> dict | None:
+    """The point's record if it exists and was made with the same settings."""
+    if not path.exists():
+        return None
+    try:
+        rec = read_json(path)
+    except (ValueError, OSError):
+        return None
+    return rec if rec.get("kind") == "audit" and rec.get("settings") == settings.key(point) else None
+
+
+def run_audit(settings: AuditSettings, out: str | Path, *, progress: bool = True,
+              log: Callable[[str], None] = lambda s: None) -> list[dict]:
+    """Run every grid point not already finished under ``out``; return all point records."""
+    from ..data import get_task
+
+    require(not get_task(settings.task).is_regression,  # validated before any work
+            f"the audit needs a classification task (the reconstruction attack uses class labels); {settings.task} is a regression task")
+    out = Path(out)
+    points = grid(settings)
+    done = {p.name: finished(point_path(out, p), settings, p) for p in points}
+    todo = [p for p in points if done[p.name] is None]
+    if len(todo) < len(points):
+        log(f"{len(points) - len(todo)} of {len(points)} points already finished under {out}; skipping them")
+    if todo:
+        ctx = build_context(settings, out, progress=progress)
+        log(f"{ctx.n} private sentences among {len(ctx.candidates)} candidates (random guess {ctx.random_reid:.2f} %)")
+        for p in tqdm(todo, desc="audit points", disable=not progress):
+            rec = run_point(ctx, p)
+            write_json_atomic(point_path(out, p), rec)
+            done[p.name] = rec
+            log(f"{p.name:28s} {rec['metric']} {rec['utility']:6.2f}  re-identified {rec['reid']['rate']:6.2f} %  "
+                f"({rec['seconds']:.0f} s)")
+    return [done[p.name] for p in points]

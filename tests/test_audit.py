@@ -1,0 +1,217 @@
+"""privnlu audit: frontier, Pareto front and recommendation from synthetic points; a tiny end-to-end audit."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from functools import partial
+
+import pytest
+
+from privnlu.audit.frontier import Point, clopper_pearson, dominates, pareto_front, recommend
+
+
+def P(label, u, r, g="none"):
+    return Point(label, u, r, g)
+
+
+def test_dominates_and_pareto_front():
+    pts = [P("base", 90, 100), P("a", 80, 40), P("b", 70, 40), P("c", 60, 2), P("d", 85, 60), P("e", 50, 2), P("f", 80, 40)]
+    assert dominates(pts[1], pts[2]) and not dominates(pts[2], pts[1])
+    assert not dominates(pts[1], pts[6]) and not dominates(pts[6], pts[1])  # equal points do not dominate each other
+    front = pareto_front(pts)
+    assert [p.label for p in front] == ["c", "a", "f", "d", "base"]  # sorted by re-identification; b and e dominated
+    assert pareto_front([]) == []
+
+
+def test_recommendation_is_computed_from_the_numbers():
+    base = P("no privacy", 90, 100)
+    pts = [base, P("scheme A, x = 1", 80, 40, "none"), P("scheme B, y = 2", 60, 3, "eps 8"), P("scheme C", 55, 0.5, "eta 9")]
+    text = recommend(pts, baseline=base, random_reid=2.0, metric="accuracy", ceilings=(1, 5, 50))
+    assert text[0].startswith("At most 1 % re-identification: the best utility is 55.0 accuracy from scheme C")
+    assert "35.0 points below no privacy (90.0)" in text[0]
+    assert "60.0 accuracy from scheme B, y = 2" in text[1] and "eps 8" in text[1]
+    assert "80.0 accuracy from scheme A, x = 1" in text[2]
+    assert text[3].startswith("1 of 3 privatized settings are no better for the attacker than random guessing (2.0 %)")
+    # other numbers, other words: nothing hard-coded
+    moved = [base, replace(pts[1], reid=0.2), pts[2], pts[3]]
+    assert "80.0 accuracy from scheme A" in recommend(moved, baseline=base, random_reid=2.0, metric="accuracy", ceilings=(1,))[0]
+    none = recommend([base, P("X", 70, 30)], baseline=base, random_reid=1.0, metric="mcc", ceilings=(5,))
+    assert none == ["At most 5 % re-identification: no measured setting gets there; the lowest is 30.0 % from X (70.0 mcc)."]
+    assert recommend([base], baseline=base, random_reid=1.0, metric="accuracy")[0].startswith("No privatized setting")
+    at_chance = recommend(pts, baseline=base, random_reid=2.0, metric="accuracy", ceilings=(1, 50), chance_utility=56.0)
+    assert at_chance[0].endswith("no better than always predicting the majority class (56.0).")
+    assert "majority class" not in at_chance[1]
+
+
+def test_clopper_pearson_and_reidentification():
+    from privnlu.audit.run import reidentification
+
+    lo, hi = clopper_pearson(0, 20)
+    assert lo == 0 and hi == pytest.approx(16.84, abs=0.01)  # 1 - 0.025 ** (1 / 20)
+    lo, hi = clopper_pearson(20, 20)
+    assert hi == 100 and lo == pytest.approx(83.16, abs=0.01)
+    r = reidentification([0, 0, 3, 7, 12], n=10)  # candidates 0..9 are private; a name counts once
+    assert r["identified"] == 3 and r["rate"] == 30.0
+
+
+def _tiny_settings(model, cache, **kw):
+    from privnlu.audit import AuditSettings
+
+    base = dict(task="tweets", model=str(model), train_limit=120, dev_limit=40, epochs=1, seed=0, n_private=8, distractors=60,
+                attack_epochs=3, aux_size=20, public_size=40, dp_epsilons=(8.0,), dchi_targets=(0.34,), calibration_tokens=300,
+                cache_dir=str(cache))
+    base.update(kw)
+    return AuditSettings(**base)
+
+
+@pytest.fixture()
+def small_attack(monkeypatch):
+    """A cheaper reconstruction attacker: the logic is the same, the pair network sees fewer pairs."""
+    import privnlu.audit.run as run_mod
+    from privnlu.attacks.reconstruction import ReconstructionConfig
+
+    monkeypatch.setattr(run_mod, "ReconstructionConfig", partial(ReconstructionConfig, sim_releases=1, pairs_per_release=2000,
+                                                                 train_epochs=1, ls_iters=10, ls_restarts=1, nmf_iters=20))
+
+
+def test_tiny_audit_end_to_end_resumes_and_reports(tiny_model, cache_dir, tmp_path, small_attack, monkeypatch):
+    import privnlu.audit.run as run_mod
+    from privnlu.audit import SCHEMES, run_audit
+    from privnlu.report import build_report, markdown_report
+
+    out = tmp_path / "audit"
+    s = _tiny_settings(tiny_model, cache_dir)
+    recs = run_audit(s, out, progress=False)
+    assert [r["scheme"] for r in recs] == list(SCHEMES)
+    for r in recs:
+        assert r["kind"] == "audit" and 0 <= r["reid"]["rate"] <= 100 and r["reid"]["candidates"] == 68
+        assert r["random_guess_reid"] == pytest.approx(100 * 8 / 68, abs=1e-3)
+        assert len(r["examples"]) == 3 and all(e["private"] for e in r["examples"])
+        assert (out / "points" / f"{r['name']}.json").exists()
+    by = {r["scheme"]: r for r in recs}
+    assert by["none"]["reid"]["rate"] == 100.0  # the clean representation is found exactly
+    assert by["texthide-intra"]["guarantee"]["kind"] == "none"
+    assert by["dp-ie"]["guarantee"]["epsilon"] == pytest.approx(8.0, rel=0.05)
+    assert by["dchi-text"]["guarantee"]["eta"] > 0 and 0 <= by["dchi-text"]["own_leakage"]["token_survival"] <= 1
+    assert "keyless_abs_head" in by["texthide-inter"]["own_leakage"]
+    # a rerun with the same settings trains nothing
+    monkeypatch.setattr(run_mod, "run_point", lambda *a, **k: pytest.fail("a finished point was rerun"))
+    assert [r["name"] for r in run_audit(s, out, progress=False)] == [r["name"] for r in recs]
+    # the report leads with the audit
+    page = build_report([out / "points"], tmp_path / "report").read_text()
+    assert page.index("<section") == page.index('<section id="audit"')
+    assert "audit_frontier_tweets_frozen.png" in page and "At most 5 % re-identification" in page
+    assert "Pareto front:" in markdown_report([out / "points"])
+
+
+def test_changed_settings_rerun_the_point(tiny_model, cache_dir, tmp_path, small_attack):
+    from privnlu.audit import run_audit
+
+    out = tmp_path / "audit"
+    s = _tiny_settings(tiny_model, cache_dir, schemes=("none",))
+    run_audit(s, out, progress=False)
+    first = json.loads((out / "points" / "none.json").read_text())
+    s2 = replace(s, epochs=2)
+    run_audit(s2, out, progress=False)
+    second = json.loads((out / "points" / "none.json").read_text())
+    assert first["settings"]["epochs"] == 1 and second["settings"]["epochs"] == 2
+    # another grid around it does not invalidate the point
+    assert replace(s2, dp_epsilons=(2.0,), dchi_targets=(0.5,)).key(None) == s2.key(None)
+
+
+def test_cli_refuses_bad_input_before_work(capsys, tmp_path):
+    from privnlu.cli.main import main
+
+    assert main(["audit", "--task", "stsb", "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert "classification task" in err and err.count("\n") == 1
+    with pytest.raises(SystemExit) as e:
+        main(["audit", "--task", "tweets", "--schemes", "none,nosuch"])
+    assert e.value.code == 2
+    assert not (tmp_path / "a").exists()
+
+
+def _synthetic(scheme, title, setting, utility, rate, guarantee="none"):
+    return {"kind": "audit", "task": "tweets", "mode": "frozen", "metric": "accuracy", "scheme": scheme, "scheme_title": title,
+            "setting": setting, "utility": utility, "n_train": 1000, "seconds": 3.0, "random_guess_reid": 4.76,
+            "chance_utility": 40.0, "own_leakage": {}, "guarantee": {"kind": "none", "text": guarantee},
+            "reid": {"rate": rate, "identified": int(rate), "n_private": 100, "ci95": [0.0, 100.0], "attack": "search",
+                     "candidates": 2100, "distractors": 2000},
+            "examples": [{"private": "a secret", "released": "noise", "recovered": "a secret"}]}
+
+
+def _synthetic_report(tmp_path):
+    from privnlu.report import build_report
+
+    recs = [_synthetic("none", "no privacy", "", 70.0, 100.0), _synthetic("dp-ie", "DP instance encoding", "epsilon = 8", 60.0, 3.0, "(8, 1e-05)-DP"),
+            _synthetic("dchi-sequence", "d_chi sequence-rep", "eta = 50", 65.0, 40.0)]
+    (tmp_path / "points").mkdir()
+    for i, r in enumerate(recs):
+        (tmp_path / "points" / f"{i}.json").write_text(json.dumps(r))
+    return build_report([tmp_path / "points"], tmp_path / "report", title="audit")
+
+
+def test_landing_page_summary_navigation_and_headers(tmp_path):
+    import re
+
+    page = _synthetic_report(tmp_path).read_text()
+    assert "3 audit points on 1 task (tweets)." in page and "3 result records" in page
+    assert '<nav>' in page and 'href="#audit"' in page
+    assert "<th></th>" not in page
+    assert re.search(r"At most 5 % re-identification: the best utility is 60.0 accuracy from DP instance encoding, epsilon = 8", page)
+    assert page.index("<section") == page.index('<section id="audit"')  # the audit leads
+
+
+def test_report_screenshots_in_headless_chromium(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "screenshot_report.py"
+    sys.path.insert(0, str(script.parent))
+    try:
+        from screenshot_report import find_browser
+    finally:
+        sys.path.pop(0)
+    if find_browser() is None:
+        pytest.skip("no Chromium on PATH (apt-get install chromium)")
+    from PIL import Image
+
+    page = _synthetic_report(tmp_path)
+    subprocess.run([sys.executable, str(script), str(page), "--out", str(tmp_path / "shots"), "--full-height", "3000"],
+                   check=True, timeout=240)
+    top = Image.open(tmp_path / "shots" / "top.png")
+    full = Image.open(tmp_path / "shots" / "full.png")
+    assert top.size == (1280, 900) and full.width == 1280 and 900 < full.height < 3000  # trimmed to the content
+    assert len(set(top.convert("L").getdata())) > 10  # something was drawn, not a blank page
+
+
+def test_demo_grid_covers_every_scheme(capsys):
+    from privnlu.audit import SCHEMES, grid
+    from privnlu.cli.main import main
+    from privnlu.experiments.demo import DEMO
+
+    pts = grid(DEMO)
+    assert {p.scheme for p in pts} == set(SCHEMES) and len(pts) == 12 and DEMO.task == "tweets"
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    assert "privacy-utility frontier" in capsys.readouterr().out
+
+
+def test_cli_audit_on_the_users_own_files(tiny_model, cache_dir, tmp_path):
+    from privnlu.cli.main import main
+
+    words = ["river", "stone", "cloud", "amber", "violet", "harbor", "meadow", "lantern", "copper", "willow"]
+    rows = [f"the {words[i % 10]} and the {words[(i // 10) % 10]} number {i}" for i in range(200)]
+    (tmp_path / "train.csv").write_text("text,label\n" + "".join(f"{t},{i % 2}\n" for i, t in enumerate(rows[:160])))
+    (tmp_path / "dev.csv").write_text("text,label\n" + "".join(f"{t},{i % 2}\n" for i, t in enumerate(rows[160:])))
+    out = tmp_path / "audit"
+    rc = main(["audit", "--task", "mine", "--train-file", str(tmp_path / "train.csv"), "--dev-file", str(tmp_path / "dev.csv"),
+               "--model", str(tiny_model), "--schemes", "none,dchi-sequence", "--private", "8", "--distractors", "60",
+               "--aux-size", "20", "--public-size", "40", "--epochs", "1", "--dchi-targets", "0.34", "--calibration-tokens", "200",
+               "--cache-dir", str(cache_dir), "--out", str(out), "--seed", "0", "--quiet"])
+    assert rc == 0
+    recs = [json.loads(p.read_text()) for p in sorted((out / "points").glob("*.json"))]
+    assert sorted(r["scheme"] for r in recs) == ["dchi-sequence", "none"] and all(r["task"] == "mine" for r in recs)
+    assert (out / "report" / "index.html").exists()
