@@ -99,7 +99,7 @@ def test_table1_report_sets_paper_ours_and_difference_side_by_side():
     assert rows[0][8:11] == ["91.70", "75.00", "-16.70"] and rows[0][11:14] == ["91.30", "-", "-"]
     assert rows[0][-1] == 50.9 and "frozen" in row["our setting"] and row["steps to the reported epoch b / intra / inter"] == "100 / 2000 / -"
     assert all(h for h in TABLE1_HEAD)  # no blank column
-    assert "ours 5.00 points over 1 tasks (paper, same tasks, primary metric: 0.70)" in summary and "1.87" in summary
+    assert "ours 5.00 points over 1 task (paper, same tasks, primary metric: 0.70)" in summary and "1.87" in summary
 
 
 def test_cli_reproduce_quick_and_bad_input(tmp_path, tiny_model, capsys):

@@ -99,7 +99,7 @@ def build_context(s: AuditSettings, out: Path, *, progress: bool = True) -> Cont
     base = base_spec(s)
     prep = prepare(replace(with_scheme(base, m=256, k=4, inter=True), mode="frozen"), progress=progress)
     assert prep.train_x is not None and prep.public_x is not None
-    private, aux = select_examples(prep, s.n_private, s.aux_size, s.seed)
+    private, aux, _ = select_examples(prep, s.n_private, s.aux_size, s.seed)
     first = prep.task.eval_splits[0]
     texts = [prep.train.texts_a[i] for i in private.tolist()]
     xs = [prep.train_x[private]]
