@@ -1,3 +1,3 @@
-# Environment for the issue-10 runs on the shared development machine (source it).
-export PYTHONPATH=/work/wt/i10paper/src OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 PRIVNLU_DATA=/work/shared/data/glue
-PY=/work/main/.venv/bin/python
+# Environment for the issue-10 runs (source it from the repository root).
+export PYTHONPATH=$PWD/src OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 PRIVNLU_DATA=${PRIVNLU_DATA:-../shared/data/glue}
+PY=${PY:-.venv/bin/python}
