@@ -535,3 +535,32 @@ def test_federated_dp_calibration_never_exceeds_its_target(epsilon, rounds):
 
     z = noise_multiplier_for(epsilon, 1e-5, rounds)
     assert epsilon_spent(z, rounds, 1e-5) <= epsilon
+
+
+def test_lazy_command_table_matches_what_the_modules_register():
+    """main.COMMANDS (names, modules, help) is what the command modules register, so the help-only stubs that
+    ``privnlu --help`` shows cannot drift from the real commands."""
+    import argparse
+    import importlib
+
+    from privnlu.cli import main as m
+
+    for name, (module, help_text) in m.COMMANDS.items():
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(f"privnlu.cli.{module}").register(sub)
+        assert name in sub.choices, (name, module)
+        assert {a.dest: a.help for a in sub._choices_actions}[name] == help_text, name
+    full = m.build_parser()
+    action = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(action.choices) == set(m.COMMANDS)
+
+
+def test_top_level_help_imports_no_command_module():
+    import subprocess
+    import sys
+
+    code = ("import sys; from privnlu.cli.main import main; rc = main(['--help']); "
+            "print(sorted(k for k in sys.modules if k.startswith('privnlu.cli.') and k not in "
+            "('privnlu.cli.main', 'privnlu.cli.options')), 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[] False"

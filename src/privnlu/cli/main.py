@@ -1,7 +1,9 @@
 """Entry point: ``privnlu <command> ...``.
 
 Each subcommand lives in its own module with a ``register(subparsers)``
-function; add a module name to :data:`COMMAND_MODULES` to add a command.
+function; add it to :data:`COMMANDS` (name -> module, one-line help) to add a command.
+Only the chosen command's module is imported (``privnlu --help`` imports none of them);
+``tests/test_cli_reliability.py`` checks that :data:`COMMANDS` matches what the modules register.
 User errors print one line and exit with code 2; no traceback.
 """
 
@@ -17,7 +19,27 @@ import warnings
 from ..errors import PrivnluError
 from .options import check_outputs, finalize
 
-COMMAND_MODULES = ("train", "encode", "sweep", "reproduce", "demo", "report", "tasks", "privatize", "dchi", "dchi_train", "federated", "gradient_attack", "attack", "dp", "audit")
+#: top-level command -> (module under privnlu.cli that registers it, its one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "train": ("train", "train a model on (privatized) data"),
+    "encode": ("encode", "write TextHide encodings and mixed labels for a downstream party"),
+    "sweep": ("sweep", "train over an m x k grid from cached features"),
+    "reproduce": ("reproduce", "run a paper's experiment recipe"),
+    "demo": ("demo", "every privatization scheme on packaged tweets: utility vs re-identification, with a report"),
+    "report": ("report", "turn result JSONs into one HTML page with plots"),
+    "tasks": ("tasks", "list the known tasks"),
+    "privatize": ("privatize", "d_chi-privatize a text file (token rep, text-to-text or sequence rep)"),
+    "calibrate-eta": ("dchi", "find eta for a target token-inversion accuracy on this model"),
+    "dchi-analyze": ("dchi", "d_chi analyses: geometry, examples, plausible deniability, inversion"),
+    "dchi-finetune": ("dchi_train", "privacy-constrained fine-tuning: null / sequence / token / text modes"),
+    "dchi-pretrain": ("dchi_train", "privacy-adaptive MLM pretraining (vanilla / probability / denoising)"),
+    "federated": ("federated", "federated training with TextHide on Flower (FedSGD / FedAvg)"),
+    "gradient-attack": ("gradient_attack", "gradient-matching attack (DLG) on shared gradients (TextHide Table 2)"),
+    "attack": ("attack", "attack instance encodings (similarity search, inversion, reconstruction)"),
+    "dp": ("dp", "DP instance encoding: calibrate noise and account the whole release"),
+    "audit": ("audit", "every privatization scheme on one task: utility vs sentence re-identification"),
+}
+COMMAND_MODULES = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
 
 
 class Terminated(KeyboardInterrupt):
@@ -49,21 +71,33 @@ class OneLineParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command tree, or (``command`` given) the tree with only that command's module imported and
+    every other command a help-only stub: start-up then costs one module's imports, ``--help`` none."""
     parser = OneLineParser(prog="privnlu", description="Privacy-preserving NLU: TextHide, attacks, DP encoding, d_chi-privacy.")
     parser.add_argument("--version", action="version", version=f"privnlu {__import__('privnlu').__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     sub.required = True
-    for name in COMMAND_MODULES:
-        importlib.import_module(f"{__package__}.{name}").register(sub)
+    wanted = COMMAND_MODULES if command is None else (COMMANDS[command][0],) if command in COMMANDS else ()
+    for module in wanted:
+        importlib.import_module(f"{__package__}.{module}").register(sub)
+    for name, (module, help_text) in COMMANDS.items():
+        if module not in wanted:
+            sub.add_parser(name, help=help_text, add_help=False)
     return finalize(parser)
+
+
+def _command_of(argv: list[str]) -> str:
+    """The command named on the command line ("" for none, e.g. ``privnlu --help``)."""
+    return next((a for a in argv if not a.startswith("-")), "")
 
 
 def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=".*privnlu: a fixed --seed.*")
     if not sys.stderr.isatty():  # logs: a progress line every 60 s, not one per update (tqdm reads TQDM_* defaults)
         os.environ.setdefault("TQDM_MININTERVAL", "60")
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_of(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # a usage error (one line, already printed), or --help / --version
