@@ -564,3 +564,20 @@ def test_top_level_help_imports_no_command_module():
             "('privnlu.cli.main', 'privnlu.cli.options')), 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[] False"
+
+
+def test_every_command_has_quiet_and_it_silences_progress_bars(monkeypatch, capsys):
+    from privnlu.cli.main import build_parser, main
+
+    for path, p in options.walk(build_parser()):
+        if p._defaults.get("func") is not None:
+            assert any(a.dest == "quiet" for a in p._actions), " ".join(path)
+    from tqdm import std
+    from tqdm.auto import tqdm
+
+    monkeypatch.setattr(std.tqdm, "__init__", std.tqdm.__init__)  # restored after the test
+    assert main(["tasks", "--quiet"]) == 0
+    capsys.readouterr()
+    for _ in tqdm(range(3), desc="should not show"):
+        pass
+    assert "should not show" not in capsys.readouterr().err

@@ -87,6 +87,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return finalize(parser)
 
 
+def silence_progress_bars() -> None:
+    """``--quiet``: every tqdm bar of this process is disabled unless its caller passes ``disable=`` itself (the
+    commands with their own ``--quiet`` handling do, with the same meaning)."""
+    from functools import partialmethod
+
+    from tqdm import std
+
+    std.tqdm.__init__ = partialmethod(std.tqdm.__init__, disable=True)  # type: ignore[method-assign]
+
+
 def _command_of(argv: list[str]) -> str:
     """The command named on the command line ("" for none, e.g. ``privnlu --help``)."""
     return next((a for a in argv if not a.startswith("-")), "")
@@ -104,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 0
     try:
         check_outputs(parser, args)  # every output location, before any work starts
+        if getattr(args, "quiet", False):
+            silence_progress_bars()
         install_signal_handlers()
         return int(args.func(args) or 0)
     except PrivnluError as exc:

@@ -228,9 +228,12 @@ def range_for(path: tuple[str, ...], dest: str) -> Range | None:
 
 
 def finalize(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Apply ranges, help text and ``allow_abbrev=False`` to the whole tree (see the module docstring)."""
+    """Apply ranges, help text, ``allow_abbrev=False`` and a ``--quiet`` flag on every command to the whole tree
+    (see the module docstring)."""
     for path, p in walk(parser):
         p.allow_abbrev = False
+        if p._defaults.get("func") is not None and not any(a.dest == "quiet" for a in p._actions):
+            p.add_argument("--quiet", action="store_true", help="no progress bars")  # main() silences tqdm
         for a in p._actions:
             if not a.option_strings or isinstance(a, (argparse._HelpAction, argparse._VersionAction)):
                 continue
