@@ -239,6 +239,10 @@ def test_cli_attacks_a_shared_encoding_file(capsys, tmp_path, tiny_model, toy_gl
     rec = json.loads(s_out.read_text())
     assert rec["mode"] == "payload" and rec["n_encodings"] == 240 and len(rec["answers"]) == 240
     assert rec["threat_model"]["key_material"] is False and -1 <= rec["mean_cosine"] <= 1
+    full = rec["corpus_size"]
+    assert main(["attack", "search", *base, "--payload", str(enc), "--corpus-limit", "20", "--out", str(s_out)]) == 0
+    assert json.loads(s_out.read_text())["corpus_size"] == 20 < full  # the candidate corpus is bounded
+    assert "candidates: the sst2 training sentences (the first 20)" in capsys.readouterr().err
     assert main(["attack", "reconstruct", "--data-dir", str(toy_glue), "--model", str(tiny_model), "--cache-dir",
                  str(tmp_path / "c"), "--quiet", "--payload", str(enc), "--aux-size", "60", "--pairs", "2000",
                  "--sim-releases", "1", "--methods", "clique,nmf", "--out", str(r_out)]) == 0  # task from the file

@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = asub.add_parser("search", help="FAISS similarity search with privatized representations (TextHide section 4.4)")
     _common(s, queries=1000, conditions="baseline,mix-only,texthide,random")
     _payload_arg(s)
+    s.add_argument("--corpus-limit", type=positive_int,
+                   help="with --payload: search among the first N training sentences only (default: the whole split)")
     s.set_defaults(func=run_search)
 
     v = asub.add_parser("invert", help="learn encoding -> original with an MLP, then search (TextHide appendix C.3)")

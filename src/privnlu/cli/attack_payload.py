@@ -72,7 +72,11 @@ def _task_and_prep(args: argparse.Namespace, payload: SharedPayload):
     require(payload.meta.get("data") != "own files" or bool(args.train_file),
             f"--payload: the file encodes the owner's own data (task '{args.task}'); pass --train-file/--dev-file with "
             "the attacker's candidate and auxiliary sentences")
-    _, prep = _prepare(args)
+    limit = getattr(args, "corpus_limit", None)
+    say(f"candidates: the {args.task} training sentences ({'the first ' + str(limit) if limit else 'all of them'}); "
+        "their representations are computed once with a progress bar and cached"
+        + (" (--corpus-limit N bounds them)" if hasattr(args, "corpus_limit") and not limit else ""))
+    _, prep = _prepare(args, train_limit=limit)
     assert prep.train_x is not None
     require(payload.x.shape[1] == prep.train_x.shape[1],
             f"attack data have mismatched dimensions: the payload's encodings are {payload.x.shape[1]}-d, "
