@@ -39,15 +39,19 @@ def test_pairs_use_token_types(encoder):
     assert not torch.allclose(a, b)
 
 
-def test_cache_hit_stale_and_corrupt(encoder, cache_dir):
+def test_cache_hit_stale_and_corrupt(encoder, cache_dir, capsys):
     cache = FeatureCache(cache_dir)
     first = cache.get(encoder, ds(), progress=False)
     again = cache.get(encoder, ds(), progress=False)
     assert torch.equal(first.features, again.features) and again.path == first.path
-    # same key, different texts -> stale: refused, not silently used
+    # same key, different texts (a user edited the file) -> recomputed with a one-line notice, never silently reused
     changed = ds(["a short one!", *TEXTS[1:]])
-    with pytest.raises(PrivnluError, match="stale"):
-        cache.get(encoder, changed, progress=False)
+    capsys.readouterr()
+    recomputed = cache.get(encoder, changed, progress=False)
+    assert "data changed since its features were cached; recomputing" in capsys.readouterr().err
+    assert not torch.equal(recomputed.features[0], first.features[0]) and torch.allclose(recomputed.features[1:], first.features[1:], atol=1e-4)
+    assert torch.equal(cache.get(encoder, changed, progress=False).features, recomputed.features)  # now a hit
+    assert capsys.readouterr().err == ""
     assert FeatureCache(cache_dir, refresh=True).get(encoder, changed, progress=False).features.shape == (4, encoder.dim)
     first.path.write_bytes(b"garbage")
     with pytest.raises(PrivnluError, match="corrupt"):

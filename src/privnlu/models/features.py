@@ -7,14 +7,16 @@ CPU/GPU autocast to bfloat16 (:mod:`.precision`; measured accuracy cost in docs/
 
 The cache stores one file per (model, task, split, max length, pooling,
 precision). Each file records a fingerprint of the model weights and of the
-texts and labels it was computed from, and a checksum of the features: a
-stale or corrupt file is refused with a clear message, never silently used.
+texts and labels it was computed from, and a checksum of the features: when the
+data changed (a user edited their CSV) the features are recomputed with a one-line
+notice; a corrupt file is refused with a clear message. Neither is ever silently used.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,10 +129,9 @@ class FeatureCache:
         except Exception:
             raise PrivnluError(f"feature cache {path} is corrupt; delete it or pass --refresh-cache") from None
         if meta.get("key") != key or meta.get("data") != fingerprint:
-            raise PrivnluError(
-                f"feature cache {path} is stale (the model or data changed since it was written); "
-                "delete it or pass --refresh-cache"
-            )
+            sys.stderr.write(f"privnlu: the {key['task']}/{key['split']} data changed since its features were cached; "
+                             "recomputing them\n")
+            return None
         if meta.get("checksum") != _checksum(feats):
             raise PrivnluError(f"feature cache {path} is corrupt (checksum mismatch); delete it or pass --refresh-cache")
         return CachedFeatures(feats, labels, path)
