@@ -100,3 +100,11 @@ def test_abs_input_head_is_mask_invariant(tiny_model):
     x = torch.randn(5, 8)
     sigma = torch.where(torch.rand(5, 8) < 0.5, -1.0, 1.0)
     torch.testing.assert_close(head(x * sigma), head(x))
+
+
+def test_epoch_line_names_loss_and_dev_metrics():
+    from privnlu.training.trainer import epoch_line
+
+    line = epoch_line({"epoch": 2, "train_loss": 0.5, "seconds": 3.2,
+                       "eval": {"dev": {"accuracy": 0.75, "score": 75.0}}}, 20)
+    assert line == "epoch 2/20: train loss 0.5000, dev accuracy 0.7500 (3 s)"
