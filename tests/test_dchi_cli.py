@@ -114,3 +114,13 @@ def test_cli_blank_lines_stay_blank(capsys, tmp_path, tiny_model):
     out = tmp_path / "o.txt"
     code, _ = run_cli(capsys, "privatize", str(src), "--out", str(out), "--eta", "10", "--model", str(tiny_model))
     assert code == 0 and out.read_text() == "\n\n"
+
+
+def test_cli_warns_when_a_release_leaves_almost_every_token_intact(capsys, tmp_path, tiny_model, infile):
+    """Issue 15: an eta so large that M_txt returns the text unchanged is flagged, pointing to calibrate-eta."""
+    out = tmp_path / "out.txt"
+    code, err = run_cli(capsys, "privatize", str(infile), "--out", str(out), "--eta", "1e9", "--model", str(tiny_model))
+    assert code == 0 and "hides almost nothing" in err and "calibrate-eta" in err
+    code, err = run_cli(capsys, "privatize", str(infile), "--out", str(tmp_path / "o2.txt"), "--eta", "0.01",
+                        "--model", str(tiny_model))
+    assert code == 0 and "hides almost nothing" not in err

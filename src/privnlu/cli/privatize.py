@@ -54,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     rng = SecretGenerator(args.seed, warn=False)
     priv = DchiPrivatizer.load(eta=args.eta, mechanism=args.mechanism, model=args.model, pooling=args.pooling, rng=rng,
                                max_length=args.max_length, hnsw=args.hnsw)
+    if args.mechanism != "sequence":
+        warn_if_near_no_op(priv, src, args.eta)
     shown = [0]
 
     def warn(line: int, tokens: int) -> None:
@@ -68,6 +70,32 @@ def run(args: argparse.Namespace) -> int:
         ledger[0].record(*ledger[1:])
     say(f"privatized {summary.texts} texts with {args.mechanism} at eta = {args.eta:g}; wrote {out}")
     return 0
+
+
+#: warn when at least this share of the input's tokens is expected to survive (text) or be inverted (rep)
+NEAR_NO_OP = 0.95
+
+
+def warn_if_near_no_op(priv: DchiPrivatizer, src: Path, eta: float, *, lines: int = 200) -> float:
+    """Estimate, on the input's first ``lines`` texts, the share of tokens that M_txt leaves unchanged at ``eta``
+    (= nearest-neighbour inversion accuracy of M_rep); warn when it is at least :data:`NEAR_NO_OP`. The estimate's
+    noise is a fixed public draw, never applied to the data."""
+    from ..attacks.dchi_inversion import inversion_accuracy
+    from ..mechanisms.dchi_stats import token_ids_of
+
+    with open(src, encoding="utf-8", errors="replace") as fh:
+        texts = [t for _, t in zip(range(lines), fh) if t.strip()]
+    if not texts:
+        return 0.0
+    ids = token_ids_of(texts, priv.tokenizer)
+    ids = ids[~priv.space.special[ids]]
+    if len(ids) == 0:
+        return 0.0
+    survival = inversion_accuracy(priv.space, ids, eta, SecretGenerator(0, warn=False))
+    if survival >= NEAR_NO_OP:
+        say(f"warning: at eta = {eta:g} about {100 * survival:.0f} % of this text's tokens come out unchanged on this "
+            "model: the release hides almost nothing; choose eta with `privnlu calibrate-eta`")
+    return survival
 
 
 def _ledger_check(args: argparse.Namespace, src: Path, out: Path):
