@@ -198,11 +198,3 @@ def add_recipe_args(p: argparse.ArgumentParser, *, epochs: int = 20) -> None:
     p.add_argument("--cache-dir", help="feature cache folder")
     p.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes every secret reproducible")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-
-
-def check_release_paths(out: str, key_out: str) -> None:
-    """The shared file and the key file must differ: the key never travels with the encodings."""
-    from pathlib import Path
-
-    if Path(out).resolve() == Path(key_out).resolve():
-        raise PrivnluError("--out and --key-out must be different files: the key never travels with the encodings")

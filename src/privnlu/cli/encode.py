@@ -11,7 +11,7 @@ from ..io import SECRET_MODE, atomic_paths
 from ..mechanisms.release import hide_dataset
 from ..mechanisms.texthide import m_label
 from ..rng import SecretGenerator
-from .common import (add_data_args, add_model_args, add_texthide_args, check_release_paths, positive_int, run_spec, say,
+from .common import (add_data_args, add_model_args, add_texthide_args, positive_int, run_spec, say,
                      warn_seed)
 
 # the training settings a release never uses, fixed so that the shared pipeline's RunSpec can be built
@@ -76,7 +76,6 @@ def run(args: argparse.Namespace) -> int:
     from ..models import load_encoder
 
     warn_seed(args)
-    check_release_paths(args.out, args.key_out)
     spec = run_spec(args)
     if spec.scheme == "none":
         spec = replace(spec, scheme="texthide")  # the (0, 1) identity release
