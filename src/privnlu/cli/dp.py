@@ -189,7 +189,6 @@ def run_audit(args: argparse.Namespace) -> int:
 
         require(args.eta is not None, f"--mechanism {args.mechanism} needs --eta")
         check_eta(args.eta)
-        require(args.target_loss > 0, f"--target-loss must be > 0, not {args.target_loss}")
     else:
         from ..mechanisms.dp import check_dp_settings
 

@@ -59,12 +59,8 @@ def run(args: argparse.Namespace) -> int:
     )
     from ..io import write_json_atomic
 
-    if any(d < 1 for d in args.dims) or any(k < 0 for k in args.ks):
-        raise PrivnluError("--dims must be >= 1 and --ks >= 0")
     if args.victim not in VICTIMS:
         raise PrivnluError(f"--victim must be one of {', '.join(VICTIMS)}, not '{args.victim}'")
-    if args.max_minutes is not None and not args.max_minutes > 0:
-        raise PrivnluError("--max-minutes must be positive")
     cfg = GradientMatchingConfig(iterations=args.iterations, seed=args.seed)
     out = Path(args.out) if args.out else Path("runs/attacks/gradient_matching.json")
     torch.set_num_threads(1)
