@@ -80,3 +80,24 @@ def test_encode_checks_output_paths_before_any_work(capsys, tmp_path, tiny_model
                  "--cache-dir", str(tmp_path / "c"), "--quiet", *[a for kv in paths.items() for a in kv]])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and f"{flag} " in err[-1] and "is a file, not a folder" in err[-1] and not (tmp_path / "c").exists()
+
+
+def test_a_payload_whose_header_length_starts_with_0x80_is_not_taken_for_a_pickle(tmp_path):
+    """Shared payloads and wire captures use one pickle check (io.is_pickle): a safetensors header length whose low
+    byte is 0x80 (a pickle's first byte) is still a payload; a real pickle is refused."""
+    import pytest
+    import torch
+
+    from privnlu.errors import PrivnluError
+    from privnlu.mechanisms.release import SharedPayload
+
+    path = tmp_path / "p.safetensors"
+    for pad in range(300):
+        SharedPayload(torch.zeros(2, 3), torch.zeros(2, 2), {"note": "x" * pad}).save(path)
+        if path.read_bytes()[0] == 0x80:
+            break
+    assert path.read_bytes()[0] == 0x80
+    assert SharedPayload.load(path).meta["note"] == "x" * pad
+    torch.save({"x": torch.zeros(1)}, tmp_path / "old.pt")
+    with pytest.raises(PrivnluError, match="never unpickles"):
+        SharedPayload.load(tmp_path / "old.pt")

@@ -191,3 +191,15 @@ def _json_default(obj: Any) -> Any:
     if hasattr(obj, "tolist"):
         return _finite(obj.tolist())
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def is_pickle(path: str | Path) -> bool:
+    """A torch.save zip or a raw pickle (protocol 2+ starts with 0x80), and not a safetensors file (whose first
+    8 bytes are the header length, little-endian, followed by the JSON header's ``{``; that length's low byte
+    may well be 0x80). Shared files from other parties are checked with this and never unpickled."""
+    path = Path(path)
+    with open(path, "rb") as fh:
+        head = fh.read(9)
+    if len(head) == 9 and head[8:9] == b"{" and 0 < int.from_bytes(head[:8], "little") <= path.stat().st_size - 8:
+        return False
+    return head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"

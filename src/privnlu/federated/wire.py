@@ -27,7 +27,7 @@ from flwr.app import Message, RecordDict
 from flwr.serverapp import Grid
 
 from ..errors import PrivnluError
-from ..io import write_atomic
+from ..io import is_pickle, write_atomic
 
 FORMAT = "privnlu-wire-v2"
 WIRE_FILE = "wire.safetensors"
@@ -100,18 +100,6 @@ def _json_value(obj):
     raise TypeError(f"cannot store {type(obj).__name__} in a wire capture")
 
 
-def _is_pickle(path: Path) -> bool:
-    """A torch.save zip or a raw pickle (protocol 2+ starts with 0x80), and not a safetensors file (whose first
-    8 bytes are the header length, little-endian, followed by the JSON header's ``{``; that length's low byte
-    may well be 0x80)."""
-    with open(path, "rb") as fh:
-        head = fh.read(9)
-    size = path.stat().st_size
-    if len(head) == 9 and head[8:9] == b"{" and 0 < int.from_bytes(head[:8], "little") <= size - 8:
-        return False
-    return head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"
-
-
 def load_capture(path: str | Path) -> WireLog:
     """Read a capture written by :meth:`WireLog.save`. Never unpickles: a pickle is refused."""
     from safetensors import safe_open
@@ -119,7 +107,7 @@ def load_capture(path: str | Path) -> WireLog:
     path = Path(path)
     if not path.is_file():
         raise PrivnluError(f"{path}: no such wire capture")
-    if _is_pickle(path):
+    if is_pickle(path):
         raise PrivnluError(f"{path}: a pickle; privnlu never unpickles a wire capture (it could run code). "
                            "Re-record it with this version (privnlu federated --record-wire writes wire.safetensors)")
     try:

@@ -23,24 +23,13 @@ from pathlib import Path
 import torch
 
 from ..errors import PrivnluError
-from ..io import write_atomic, write_secret
+from ..io import is_pickle, write_atomic, write_secret
 from .texthide import TextHide, m_label
 
 #: the safetensors header key holding the payload's JSON metadata
 META_KEY = "privnlu_meta"
 PICKLE_REFUSED = ("is a pickle (torch.save) file, e.g. a key file or an older .pt payload; privnlu reads shared "
                   "encodings only as safetensors and never unpickles another party's file: re-encode with privnlu encode")
-
-
-def _file_kind(path: Path) -> str:
-    """'safetensors', 'pickle' (a torch.save zip or a raw pickle) or 'other', from the first bytes."""
-    with open(path, "rb") as fh:
-        head = fh.read(9)
-    if head[:4] == b"PK\x03\x04" or head[:1] == b"\x80":
-        return "pickle"
-    if len(head) == 9 and head[8:9] == b"{":  # 8-byte little-endian header length, then the JSON header
-        return "safetensors"
-    return "other"
 
 
 @dataclass(frozen=True)
@@ -67,8 +56,7 @@ class SharedPayload:
         path = Path(path)
         if not path.is_file():
             raise PrivnluError(f"{path}: no such file")
-        kind = _file_kind(path)
-        if kind == "pickle":
+        if is_pickle(path):
             raise PrivnluError(f"{path} {PICKLE_REFUSED}")
         try:
             with safe_open(str(path), framework="pt", device="cpu") as f:
