@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from scipy import stats
 
 #: re-identification ceilings (%) the recommendation answers for
 DEFAULT_CEILINGS = (1.0, 5.0, 20.0)
@@ -44,13 +43,13 @@ def pareto_front(points: Sequence[Point]) -> list[Point]:
 
 
 def clopper_pearson(hits: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact two-sided binomial interval for a rate ``hits / n``, in %."""
+    """Exact two-sided binomial interval for a rate ``hits / n``, in % (:func:`privnlu.dp_audit.clopper_pearson`)."""
     if n <= 0:
         return (0.0, 100.0)
-    a = (1 - level) / 2
-    lo = 0.0 if hits == 0 else float(stats.beta.ppf(a, hits, n - hits + 1))
-    hi = 1.0 if hits == n else float(stats.beta.ppf(1 - a, hits + 1, n - hits))
-    return (100 * lo, 100 * hi)
+    from ..dp_audit import clopper_pearson as interval
+
+    lo, hi = interval(hits, n, level)
+    return (100 * float(lo), 100 * float(hi))
 
 
 def _fmt(x: float) -> str:
