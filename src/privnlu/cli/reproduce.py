@@ -9,7 +9,7 @@ from pathlib import Path
 from ..experiments import huang2020, xie2021, xie2022
 from ..experiments.pipeline import RunSpec
 from ..training import TrainConfig
-from .common import add_recipe_args, say, warn_seed
+from .common import add_recipe_args, positive_int, say, warn_seed
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -26,7 +26,8 @@ def _names(text: str) -> tuple[str, ...]:
 def _scale(a) -> dict:
     """The scale, with --epochs, --lrs and --encoder-lrs overriding its budget (the name says it was changed)."""
     sc = huang2020.SCALES[a.scale]
-    over = {k: v for k, v in (("epochs", a.epochs), ("lrs", a.lrs), ("encoder_lrs", a.encoder_lrs)) if v}
+    over = {k: v for k, v in (("epochs", a.epochs), ("lrs", a.lrs), ("encoder_lrs", a.encoder_lrs),
+                                ("batch_size", a.batch_size)) if v}
     return {"scale_name": replace(sc, **over) if over else sc, "mode": a.mode}
 
 
@@ -83,6 +84,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "--train-limit and --epochs override the scale (default: cpu)")
     g.add_argument("--quick", action="store_const", const="quick", dest="scale", help="same as --scale quick")
     g.add_argument("--variants", help="huang2020-table1: runs to make, of baseline,intra,inter (default: all three)")
+    g.add_argument("--batch-size", type=positive_int, help="examples per optimizer step (default: the scale's: 32 quick and "
+                                                            "paper, 64 cpu); TextHide's 2,000-step floor counts these steps")
     g.add_argument("--lrs", type=_floats, help="head learning rates to select from (default: the scale's)")
     g.add_argument("--encoder-lrs", type=_floats, help="encoder learning rates to select from, joint mode (default: the scale's)")
     g.add_argument("--mode", default="frozen", choices=["frozen", "joint"],
