@@ -240,7 +240,8 @@ def test_cli_attacks_a_shared_encoding_file(capsys, tmp_path, tiny_model, toy_gl
     assert rec["mode"] == "payload" and rec["n_encodings"] == 240 and len(rec["answers"]) == 240
     assert rec["threat_model"]["key_material"] is False and -1 <= rec["mean_cosine"] <= 1
     full = rec["corpus_size"]
-    assert main(["attack", "search", *base, "--payload", str(enc), "--corpus-limit", "20", "--out", str(s_out)]) == 0
+    assert main(["attack", "search", *base, "--payload", str(enc), "--corpus-limit", "20", "--out", str(s_out),
+                 "--force"]) == 0
     assert json.loads(s_out.read_text())["corpus_size"] == 20 < full  # the candidate corpus is bounded
     assert "candidates: the sst2 training sentences (the first 20)" in capsys.readouterr().err
     assert main(["attack", "reconstruct", "--data-dir", str(toy_glue), "--model", str(tiny_model), "--cache-dir",
@@ -292,7 +293,7 @@ def test_cli_reconstruct_plain_and_dp(capsys, tmp_path, tiny_model, toy_glue):
     # (tiny random model, 12 originals) gives 75-83 % over seeds 0-4 (it gave 83-100 % in epoch order)
     assert rec["conditions"]["m0-k1"]["methods"]["nmf"]["success"] >= 70
     assert main(["attack", "reconstruct", *base, "--conditions", "16:2", "--dp-mechanism", "laplace", "--dp-epsilon", "8",
-                 "--calibration", "paper", "--methods", "nmf", "--out", str(out)]) == 0
+                 "--calibration", "paper", "--methods", "nmf", "--out", str(out), "--force"]) == 0
     err = capsys.readouterr().err
     c = json.loads(out.read_text())["conditions"]["m16-k2"]
     assert c["dp_calibration"]["valid_dp_guarantee"] is False and "NOT a valid DP guarantee" in err

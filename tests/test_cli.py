@@ -141,8 +141,11 @@ def test_encode_writes_payload_and_private_key(capsys, tmp_path, tiny_model, toy
     assert stat.S_IMODE(os.stat(key).st_mode) == 0o600
     rec = KeyRecord.load(key)
     assert rec.pool.shape[0] == 8 and rec.partners.shape == (80, 3)
-    code, err = run_cli(capsys, "encode", *args, "--out", str(out), "--key-out", str(out))
+    same = tmp_path / "same.safetensors"
+    code, err = run_cli(capsys, "encode", *args, "--out", str(same), "--key-out", str(same))
     assert code == 2 and "different files" in err
+    code, err = run_cli(capsys, "encode", *args, "--out", str(out), "--key-out", str(tmp_path / "key2.pt"))
+    assert code == 2 and "refusing to replace an earlier result" in err and not (tmp_path / "key2.pt").exists()
 
 
 def test_report_errors(capsys, tmp_path):

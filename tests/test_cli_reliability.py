@@ -236,6 +236,29 @@ def test_existing_key_file_is_refused_without_force(capsys, tmp_path, monkeypatc
     options.check_outputs(build_parser(), args)
 
 
+def test_every_command_with_a_result_file_has_force(parser):
+    for path, p in options.walk(parser):
+        if options.replaces_files(" ".join(path)):
+            assert any(a.dest == "force" for a in p._actions), path
+
+
+def test_existing_result_file_is_refused_without_force(capsys, tmp_path, monkeypatch):
+    """Issue 15 section 1: an earlier result is never silently replaced (attack, dchi-analyze, calibrate-eta,
+    gradient-attack, dp account/audit, encode, privatize all write one file)."""
+    monkeypatch.chdir(tmp_path)
+    old = tmp_path / "result.json"
+    old.write_text('{"earlier": true}\n')
+    before = listing(tmp_path)
+    for argv in (["dp", "account", "--epsilon", "1", "--out", str(old)],
+                 ["attack", "search", "--task", "sst2", "--out", str(old)],
+                 ["gradient-attack", "--out", str(old)]):
+        code, err = run_cli(capsys, argv)
+        assert_clean_failure(code, err, before, tmp_path)
+        assert "refusing to replace an earlier result" in err and "--force" in err
+    assert main(["dp", "account", "--epsilon", "1", "--out", str(old), "--force"]) == 0
+    assert json.loads(old.read_text()).get("earlier") is None
+
+
 def test_release_and_key_are_written_together(tmp_path):
     from privnlu.io import SECRET_MODE, atomic_paths
 

@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--out", required=True, help="shared output file (.pt)")
     e.add_argument("--key-out", required=True, help="key file (.pt, mode 0600)")
     e.add_argument("--quiet", action="store_true", help="no progress bars")
-    e.add_argument("--force", action="store_true", help="replace an existing --key-out file (its release becomes undecodable)")
+    e.add_argument("--force", action="store_true", help="replace existing --out and --key-out files (a replaced key leaves its release undecodable)")
     from .encode import add_ledger_arg
 
     add_ledger_arg(e)

@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--key-out", required=True, help="key file (.pt, mode 0600): keep it private")
     add_ledger_arg(p)
     p.add_argument("--quiet", action="store_true")
-    p.add_argument("--force", action="store_true", help="replace an existing --key-out file (its release becomes undecodable)")
+    p.add_argument("--force", action="store_true", help="replace existing --out and --key-out files (a replaced key leaves its release undecodable)")
     p.set_defaults(func=run, **RELEASE_DEFAULTS)
 
 

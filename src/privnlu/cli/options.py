@@ -189,8 +189,9 @@ HELP: dict[str | tuple[str, str], str] = {
 
 #: (command path, dest) -> (kind, default): every location a command writes, checked before it starts. kind is
 #: "file", "dir", or "key" (a key file: also refused if it exists, unless the command's --force is given: losing
-#: a key loses the ability to decode one's own release). default, if not None, is checked when the option is not
-#: given.
+#: a key loses the ability to decode one's own release). An existing "file" (a result or a release; a ledger is
+#: appended to, not replaced) is refused too unless ``--force`` is given, which :func:`finalize` adds to every
+#: command with such an output. default, if not None, is checked when the option is not given.
 OUTPUTS: dict[tuple[str, str], tuple[str, str | None]] = {
     ("train", "out"): ("dir", "runs/train"),
     ("encode", "out"): ("file", None), ("encode", "key_out"): ("key", None),
@@ -210,6 +211,8 @@ OUTPUTS: dict[tuple[str, str], tuple[str, str | None]] = {
 }
 #: options that name a folder privnlu writes into (a cache), on any command that has them
 OUTPUT_DESTS_ANYWHERE = {"cache_dir": "dir"}
+#: file outputs that are appended to, never replaced (no --force needed)
+APPENDED = {"ledger"}
 #: dest names that look like outputs; every such option must be declared in OUTPUTS (test)
 OUTPUT_LIKE = {"out", "key_out", "app_dir", "ledger"}
 
@@ -234,6 +237,8 @@ def finalize(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         p.allow_abbrev = False
         if p._defaults.get("func") is not None and not any(a.dest == "quiet" for a in p._actions):
             p.add_argument("--quiet", action="store_true", help="no progress bars")  # main() silences tqdm
+        if replaces_files(" ".join(path)) and not any(a.dest == "force" for a in p._actions):
+            p.add_argument("--force", action="store_true", help="replace an existing output file")
         for a in p._actions:
             if not a.option_strings or isinstance(a, (argparse._HelpAction, argparse._VersionAction)):
                 continue
@@ -250,6 +255,11 @@ def finalize(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                 shown = ",".join(map(_fmt, a.default)) if isinstance(a.default, (list, tuple)) else _fmt(a.default)
                 a.help += f" (default: {shown or 'none'})".replace("%", "%%")
     return parser
+
+
+def replaces_files(command: str) -> bool:
+    """True if ``command`` writes a result file that could replace an earlier one (see :data:`OUTPUTS`)."""
+    return any(c == command and kind == "file" and dest not in APPENDED for (c, dest), (kind, _) in OUTPUTS.items())
 
 
 def has_default(action: argparse.Action) -> bool:
@@ -281,8 +291,9 @@ def chosen_path(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tu
         path, p = path + (name,), subs[0].choices[name]
 
 
-def check_output(path: str | os.PathLike[str], kind: str, flag: str) -> None:
-    """One line (PrivnluError) unless ``path`` can be written as a ``kind`` ('file' or 'dir'); creates nothing."""
+def check_output(path: str | os.PathLike[str], kind: str, flag: str, *, replace: bool = True) -> None:
+    """One line (PrivnluError) unless ``path`` can be written as a ``kind`` ('file' or 'dir'); creates nothing.
+    ``replace=False``: an existing file is refused too (the caller's ``--force`` lifts it)."""
     p = Path(path)
     if str(path) == "":
         raise PrivnluError(f"{flag}: empty path")
@@ -291,6 +302,9 @@ def check_output(path: str | os.PathLike[str], kind: str, flag: str) -> None:
             raise PrivnluError(f"{flag} {path} is a folder; give a file name")
         if kind == "dir" and not p.is_dir():
             raise PrivnluError(f"{flag} {path} is a file, not a folder")
+        if kind == "file" and not replace:
+            raise PrivnluError(f"{flag} {path} exists: refusing to replace an earlier result; choose another file, "
+                               "or add --force")
         where = p if kind == "dir" else p.parent
         if not os.access(where, os.W_OK | os.X_OK):
             raise PrivnluError(f"{flag} {path}: the folder {where} is not writable")
@@ -315,11 +329,12 @@ def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
             continue
         value = getattr(args, dest)
         flag = "--" + dest.replace("_", "-")
+        replace = kind != "file" or dest in APPENDED or bool(getattr(args, "force", False))
         if value is None:
             if default is not None:
-                check_output(default, "dir" if kind == "dir" else "file", f"{flag} (default {default})")
+                check_output(default, "dir" if kind == "dir" else "file", f"{flag} (default {default})", replace=replace)
             continue
-        check_output(value, "file" if kind == "key" else kind, flag)
+        check_output(value, "file" if kind == "key" else kind, flag, replace=replace)
         if kind in ("file", "key"):
             resolved = Path(value).resolve()
             if resolved in files:
