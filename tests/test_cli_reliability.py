@@ -604,3 +604,22 @@ def test_every_command_has_quiet_and_it_silences_progress_bars(monkeypatch, caps
     for _ in tqdm(range(3), desc="should not show"):
         pass
     assert "should not show" not in capsys.readouterr().err
+
+
+def test_progress_bars_in_a_log_are_plain_lines():
+    """Issue 15 section 3: a non-terminal stderr (a nohup log) gets one line per progress update."""
+    import io
+
+    from tqdm import tqdm
+
+    from privnlu.cli.main import PlainLines
+
+    buf = io.StringIO()
+    with tqdm(total=3, file=PlainLines(buf), mininterval=0, desc="steps") as bar:
+        for _ in range(3):
+            bar.update(1)
+    text = buf.getvalue()
+    assert "\r" not in text
+    lines = text.splitlines()
+    assert all(line.strip() for line in lines) and sum("steps" in line for line in lines) >= 3
+    assert "3/3" in lines[-1]

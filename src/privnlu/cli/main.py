@@ -97,6 +97,28 @@ def silence_progress_bars() -> None:
     std.tqdm.__init__ = partialmethod(std.tqdm.__init__, disable=True)  # type: ignore[method-assign]
 
 
+class PlainLines:
+    """A non-terminal stderr (a ``nohup`` log) for progress bars: every carriage-return redraw becomes its own line,
+    and the blank redraws that clear a bar are dropped, so ``tail`` and ``grep`` read one line per update."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+        self._redrawn = False  # the last write was a redraw, already ended with a newline
+
+    def write(self, text: str) -> int:
+        if "\r" in text:
+            parts = [p.rstrip("\n") for p in text.split("\r") if p.strip()]
+            self._stream.write("".join(p + "\n" for p in parts))
+            self._redrawn = self._redrawn or bool(parts)
+        elif not (text == "\n" and self._redrawn):  # a bar's closing newline: its line is already ended
+            self._stream.write(text)
+            self._redrawn = False
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def _command_of(argv: list[str]) -> str:
     """The command named on the command line ("" for none, e.g. ``privnlu --help``)."""
     return next((a for a in argv if not a.startswith("-")), "")
@@ -104,8 +126,18 @@ def _command_of(argv: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=".*privnlu: a fixed --seed.*")
-    if not sys.stderr.isatty():  # logs: a progress line every 60 s, not one per update (tqdm reads TQDM_* defaults)
-        os.environ.setdefault("TQDM_MININTERVAL", "60")
+    if sys.stderr.isatty():
+        return _main(argv)
+    # logs: a progress line every 60 s, not one per update (tqdm reads TQDM_* defaults), each on its own line
+    os.environ.setdefault("TQDM_MININTERVAL", "60")
+    stderr, sys.stderr = sys.stderr, PlainLines(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stderr = stderr
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(_command_of(argv))
     try:

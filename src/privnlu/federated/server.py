@@ -16,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import torch
+from tqdm.auto import tqdm
 from flwr.app import ConfigRecord, Context, MetricRecord
 from flwr.serverapp import Grid, ServerApp
 
@@ -69,11 +70,13 @@ def run_server(grid: Grid, cfg: FederatedConfig, *, out: Path | None, resume: bo
     if ckpt is not None and resume and ckpt.exists():
         done, history = _restore(ckpt, cfg, model, strategy)
     strategy.round_offset = done
+    bar = tqdm(total=cfg.rounds, initial=done, desc="federated rounds", unit="round")
 
     def on_round(rnd: int, arrays) -> MetricRecord | None:
         if rnd == 0:
             return None
         g = done + rnd
+        bar.update(1)
         model.load_arrays(arrays)
         entry: dict = {"round": g, "seconds": round(time.time() - t0, 2)}
         tm = strategy.last_train_metrics
@@ -92,14 +95,21 @@ def run_server(grid: Grid, cfg: FederatedConfig, *, out: Path | None, resume: bo
         if wire is not None and out is not None:
             wire.save(out / WIRE)
         ev = entry.get("eval")
+        bar.set_postfix({k: v for k, v in (("loss", entry.get("train_loss")),
+                                            ("dev", ev[task.eval_splits[0]]["score"] if ev else None)) if v is not None},
+                        refresh=False)
         return MetricRecord({"score": float(ev[task.eval_splits[0]]["score"])}) if ev else None
 
     remaining = cfg.rounds - done
     if remaining > 0:
         g = RecordingGrid(grid, wire) if wire is not None else grid
-        result = strategy.start(grid=g, initial_arrays=model.to_arrays(), num_rounds=remaining,
-                                train_config=ConfigRecord(), evaluate_fn=on_round, timeout=round_timeout)
+        try:
+            result = strategy.start(grid=g, initial_arrays=model.to_arrays(), num_rounds=remaining,
+                                    train_config=ConfigRecord(), evaluate_fn=on_round, timeout=round_timeout)
+        finally:
+            bar.close()
         model.load_arrays(result.arrays)
+    bar.close()
     evals = [h for h in history if "eval" in h]
     if not evals:
         raise PrivnluError("the run finished without an evaluation; set --eval-every or check the checkpoint")

@@ -31,6 +31,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from ..errors import PrivnluError, require_choice
 from ..io import atomic_path
@@ -191,17 +192,26 @@ def privatize_file(privatizer: DchiPrivatizer, in_path: str | Path, out_path: st
 
 
 def _stream(privatizer: DchiPrivatizer, in_path, chunk_lines: int, summary: FileSummary, on_truncate, write) -> None:
-    for k, chunk in enumerate(chunked(read_lines(in_path), chunk_lines)):
-        batch = privatizer.privatize_batch([t for _, t in chunk])
-        for (no, _), n in zip(chunk, batch.truncated):
-            if n:
-                summary.truncated.append((no, n))
-                if on_truncate is not None:
-                    on_truncate(no, n)
-        summary.texts += len(chunk)
-        if privatizer.mechanism != "sequence":
-            summary.tokens += sum(len(o) if isinstance(o, np.ndarray) else 0 for o in batch.outputs)
-        write(k, batch)
+    with open(in_path, "rb") as fh:
+        total = sum(1 for _ in fh)
+    with tqdm(total=total, desc=f"privatize ({privatizer.mechanism})", unit="line") as bar:
+        for k, chunk in enumerate(chunked(read_lines(in_path), chunk_lines)):
+            _privatize_chunk(privatizer, k, chunk, summary, on_truncate, write)
+            bar.update(len(chunk))
+
+
+def _privatize_chunk(privatizer: DchiPrivatizer, k: int, chunk, summary: FileSummary, on_truncate, write) -> None:
+    """Privatize one chunk of (line number, text) pairs, note truncations, count and write it."""
+    batch = privatizer.privatize_batch([t for _, t in chunk])
+    for (no, _), n in zip(chunk, batch.truncated):
+        if n:
+            summary.truncated.append((no, n))
+            if on_truncate is not None:
+                on_truncate(no, n)
+    summary.texts += len(chunk)
+    if privatizer.mechanism != "sequence":
+        summary.tokens += sum(len(o) if isinstance(o, np.ndarray) else 0 for o in batch.outputs)
+    write(k, batch)
 
 
 def _npy_bytes(arr: np.ndarray) -> bytes:
