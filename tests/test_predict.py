@@ -209,3 +209,13 @@ def test_overwrite_replaces_the_model_folder(env):
     assert (run / "model" / "head" / "model.safetensors").read_bytes() != first
     assert json.loads((run / "model" / "head" / "config.json").read_text())["hidden"] == [8]
     assert not [p for p in run.iterdir() if p.name.startswith(".")]  # no staging or old folder left behind
+
+
+def test_predict_help_imports_no_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; from privnlu.cli.main import main; main(['predict', '--help']); "
+            "print('torch' in sys.modules, 'transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "False False"
