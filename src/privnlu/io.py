@@ -20,6 +20,7 @@ import functools
 import json
 import math
 import os
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -83,6 +84,39 @@ def atomic_paths(*targets: tuple[str | os.PathLike[str], int | None]) -> Iterato
             for d in done:
                 d.unlink(missing_ok=True)
             raise
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``path``; on success it replaces ``path`` (a folder, if any).
+
+    The new folder is renamed into place; an existing folder is first renamed aside and removed afterwards, so
+    ``path`` holds either the old folder or the complete new one (between the two renames, for an instant,
+    neither: a crash there leaves the old one as ``.<name>.*.old``). The temporary folder is removed if the body
+    raises (Ctrl-C included).
+    """
+    dest = Path(path)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    try:
+        os.chmod(tmp, 0o777 & ~_umask())  # an ordinary folder's mode, not mkdtemp's 0700
+        yield tmp
+        old = None
+        if dest.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".old", dir=dest.parent))
+            os.replace(dest, old / dest.name)
+        os.replace(tmp, dest)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def remove_stale_temps(path: str | os.PathLike[str]) -> list[Path]:

@@ -22,6 +22,7 @@ from .options import check_outputs, finalize
 #: top-level command -> (module under privnlu.cli that registers it, its one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("train", "train a model on (privatized) data"),
+    "predict": ("predict", "apply a trained run to new text (with the owner's key where the scheme needs one)"),
     "encode": ("encode", "write TextHide encodings and mixed labels for a downstream party"),
     "sweep": ("sweep", "train over an m x k grid from cached features"),
     "reproduce": ("reproduce", "run a paper's experiment recipe"),

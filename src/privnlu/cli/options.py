@@ -194,6 +194,7 @@ HELP: dict[str | tuple[str, str], str] = {
 #: command with such an output. default, if not None, is checked when the option is not given.
 OUTPUTS: dict[tuple[str, str], tuple[str, str | None]] = {
     ("train", "out"): ("dir", "runs/train"),
+    ("predict", "out"): ("file", None),
     ("encode", "out"): ("file", None), ("encode", "key_out"): ("key", None),
     ("dp encode", "out"): ("file", None), ("dp encode", "key_out"): ("key", None),
     ("dp account", "out"): ("file", None), ("dp account", "ledger"): ("file", None),

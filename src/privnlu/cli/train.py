@@ -35,12 +35,13 @@ def run(args: argparse.Namespace) -> int:
     rec = train_run(spec, prep, out=run_dir / "result.json", run_dir=run_dir, resume=args.resume, progress=not args.quiet)
     split = next(iter(rec["eval"]))
     say(f"{rec['label']}: {prep.task.metric} score {rec['score']:.2f} on {split} "
-        f"(best epoch {rec['best_score']:.2f}); results in {run_dir / 'result.json'}")
+        f"(best epoch {rec['best_score']:.2f}); results in {run_dir / 'result.json'}, model and card in "
+        f"{run_dir / 'model'} (apply it with `privnlu predict --run {run_dir}`)")
     return 0
 
 
 #: the files of a run folder; a folder holding any of them holds a run
-RUN_FILES = ("result.json", "checkpoint.pt", "key.pt")
+RUN_FILES = ("result.json", "checkpoint.pt", "key.pt", "model")
 
 
 def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:

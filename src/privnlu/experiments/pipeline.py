@@ -32,6 +32,8 @@ from ..training import TrainConfig, fit, targets_from_labels
 from ..training.batching import pad
 
 SCHEMES = ("none", "texthide", "dp")
+#: the subfolder of a train run that holds its model in the Hugging Face layout (models.saving)
+MODEL_DIR = "model"
 MODES = ("frozen", "joint")
 
 
@@ -176,7 +178,9 @@ def train_run(
     """Train one run and return (and, with ``out``, atomically write) its results record.
 
     With ``run_dir``, a per-epoch checkpoint and the mask pool (key material,
-    mode 0600) are kept there so that ``resume=True`` continues an interrupted run.
+    mode 0600) are kept there so that ``resume=True`` continues an interrupted run,
+    and the trained model is written to ``run_dir/model`` in the Hugging Face layout
+    with a model card (:mod:`privnlu.models.saving`; no key material), before ``out``.
     With ``out`` but no ``run_dir`` (the recipes), they go to a hidden folder beside
     ``out`` that the next call resumes from and that is deleted once ``out`` is written:
     an interrupted recipe loses at most the epoch it was in.
@@ -242,6 +246,12 @@ def train_run(
         "history": state.history,
         "seconds": round(time.time() - t0, 2),
     }
+    if run_dir is not None and not scratch:
+        from ..models.saving import export_run_model
+
+        export_run_model(run_dir / MODEL_DIR, record=record, head=head, encoder=prep.encoder,
+                         label_names=task.label_names, pair=prep.train.is_pair,
+                         key_masks=hider.pool.masks if hider is not None else None)
     if out is not None:
         write_json_atomic(out, record)
     if scratch and run_dir is not None:

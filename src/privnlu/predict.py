@@ -1,0 +1,260 @@
+"""Apply a trained run to new text.
+
+>>> from privnlu.predict import load
+>>> model = load("runs/train/sst2-texthide-intra-m256-k4")          # doctest: +SKIP
+>>> model.predict(["a gripping, beautifully acted film"])           # doctest: +SKIP
+[{'text': 'a gripping, beautifully acted film', 'prediction': '1', 'label_id': 1, 'probability': 0.93}]
+
+:func:`load` takes the folder ``privnlu train`` wrote (or its ``model/`` subfolder, which may be copied elsewhere),
+reads ``model/privnlu.json``, loads the head and the encoder (the fine-tuned one saved in the folder, or the
+unchanged base encoder of a frozen run, checked by fingerprint), and encodes every query exactly as the run's
+evaluation did (:func:`privnlu.training.trainer.fit`): never mixed; with ``--eval-mask pool`` (the default)
+multiplied by a mask drawn from the owner's secret pool (TextHide), after clipping and with the same noise for DP
+instance encoding (unless the run used clean queries). A pool mask is drawn afresh for each query, so a TextHide
+model's prediction can vary between calls as much as its head is sensitive to which mask it sees.
+
+The pool is key material and is not in the model folder: pass ``key=`` (``--key``), or keep the run folder's own
+``key.pt``, which is used when no key is given. A key from another run is refused (``privnlu.json`` records a short
+check of the pool). A head trained on ``|x|`` (``--abs-input``) needs no key: the masks are invisible to it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from .errors import PrivnluError
+from .io import read_json
+from .mechanisms.dp import DPTextHide, make_mechanism
+from .mechanisms.texthide import MaskPool, TextHide, parse_m
+from .models.encoder import SentenceEncoder, load_encoder
+from .models.features import extract_features
+from .models.saving import HEAD_DIR, PIPELINE_FILE, key_check, load_head, read_pipeline
+from .rng import SecretGenerator
+
+KEY_FILE = "key.pt"
+
+
+def find_model_dir(run: str | Path) -> tuple[Path, Path | None]:
+    """``(model folder, run folder or None)`` for a train run folder or a model folder."""
+    p = Path(run)
+    if not p.is_dir():
+        raise PrivnluError(f"--run {p}: no such folder")
+    if (p / "model" / PIPELINE_FILE).is_file():
+        return p / "model", p
+    if (p / PIPELINE_FILE).is_file():
+        return p, (p.parent if (p.parent / "result.json").is_file() else None)
+    if (p / "result.json").is_file():
+        raise PrivnluError(f"--run {p}: this run has no model folder (model/{PIPELINE_FILE}); runs trained before "
+                           "privnlu saved models must be trained again")
+    raise PrivnluError(f"--run {p}: not a privnlu train run (no model/{PIPELINE_FILE} and no result.json)")
+
+
+@dataclass
+class Predictor:
+    """A loaded model: encoder, head and the query encoding of its scheme. Use :meth:`predict`."""
+
+    pipeline: dict
+    encoder: SentenceEncoder
+    head: nn.Module
+    hider: TextHide | None = field(repr=False)
+    device: str = "cpu"
+    key_source: str | None = None  # where the key came from ("--key", "run folder") or None
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.pipeline["task"]["labels"])
+
+    @property
+    def is_pair(self) -> bool:
+        return bool(self.pipeline["task"]["pair"])
+
+    @property
+    def is_regression(self) -> bool:
+        return bool(self.pipeline["task"]["regression"])
+
+    def describe(self) -> str:
+        """One line: the model and how its queries are encoded."""
+        p, enc = self.pipeline["privacy"], self.pipeline["encoder"]
+        model = f"{self.pipeline['label']} ({self.pipeline['mode']}, {enc['name']})"
+        if self.hider is None:
+            how = "raw sentence representations" + (" (the run evaluated with --eval-mask none)"
+                                                     if p["scheme"] != "none" else "")
+        else:
+            parts = []
+            if p["scheme"] == "dp":
+                parts.append(f"clipped to {p['dp']['clip']:g} ({p['dp']['clip_norm']})")
+            if self.key_source:
+                parts.append(f"masked with a mask from the owner's pool ({self.key_source})")
+            elif parse_m(p["m"]) == math.inf and not p["abs_input"]:
+                parts.append("masked with a fresh random mask (m = inf)")
+            elif p["abs_input"] and parse_m(p["m"]) != 0:
+                parts.append("unmasked (the head sees |x|, so masks make no difference)")
+            if p["scheme"] == "dp" and p.get("noisy_queries"):
+                parts.append(f"with {p['dp']['mechanism']} noise as in training")
+            how = ", ".join(parts) or "unmasked (m = 0)"
+        return f"{model}; queries unmixed, {how}"
+
+    def encode_queries(self, x: torch.Tensor) -> torch.Tensor:
+        """The run's evaluation-time encoding of unmixed representations (see the module docstring)."""
+        return x if self.hider is None else self.hider.mask_only(x)
+
+    @torch.no_grad()
+    def logits(self, texts: Sequence[str], pairs: Sequence[str] | None = None, *, batch_size: int = 64,
+               progress: bool = False) -> torch.Tensor:
+        """The head's outputs for ``texts`` (and ``pairs``), shape (n, classes), or (n, 1) for regression."""
+        texts, pairs = self.check_inputs(texts, pairs)
+        if not texts:
+            return torch.empty(0, max(1, len(self.labels)))
+        enc = self.pipeline["encoder"]
+        x = extract_features(self.encoder, texts, pairs, max_length=int(enc["max_length"]), batch_size=batch_size,
+                             bf16=bool(enc["bf16"]), progress=progress,
+                             desc="predicting")
+        x = self.encode_queries(x)
+        outs = [self.head(x[i: i + 1024].to(self.device)).float().cpu() for i in range(0, len(x), 1024)]
+        return torch.cat(outs)
+
+    def predict(self, texts: Sequence[str], pairs: Sequence[str] | None = None, *, batch_size: int = 64,
+                progress: bool = False) -> list[dict]:
+        """One dict per text: ``text`` (``text_pair``), ``prediction`` (the label name, or the score for a
+        regression task), and for classification ``label_id`` and ``probability`` (softmax of the head)."""
+        texts, pairs = self.check_inputs(texts, pairs)
+        out = self.logits(texts, pairs, batch_size=batch_size, progress=progress)
+        rows = []
+        for i, text in enumerate(texts):
+            row: dict = {"text": text}
+            if pairs is not None:
+                row["text_pair"] = pairs[i]
+            if self.is_regression:
+                row["prediction"] = float(out[i, 0])
+            else:
+                probs = out[i].softmax(-1)
+                j = int(probs.argmax())
+                row.update(prediction=self.labels[j], label_id=j, probability=round(float(probs[j]), 6))
+            rows.append(row)
+        return rows
+
+    def check_inputs(self, texts: Sequence[str], pairs: Sequence[str] | None) -> tuple[list[str], list[str] | None]:
+        """``texts`` and ``pairs`` as lists of strings, refused (PrivnluError) where they do not fit the task."""
+        if isinstance(texts, str):
+            texts = [texts]
+        if isinstance(pairs, str):
+            pairs = [pairs]
+        texts = [str(t) for t in texts]
+        if self.is_pair and pairs is None:
+            raise PrivnluError(f"task '{self.pipeline['task']['name']}' takes sentence pairs: give the second texts "
+                               "(--text-pair, or --text-pair-col with --input)")
+        if not self.is_pair and pairs is not None:
+            raise PrivnluError(f"task '{self.pipeline['task']['name']}' takes single texts, not pairs")
+        if pairs is not None:
+            pairs = [str(t) for t in pairs]
+            if len(pairs) != len(texts):
+                raise PrivnluError(f"{len(texts)} texts but {len(pairs)} pair texts")
+        return texts, pairs
+
+
+def load(run: str | Path, *, key: str | Path | None = None, model: str | Path | None = None, device: str = "cpu",
+         rng: SecretGenerator | None = None) -> Predictor:
+    """Load a trained run (see the module docstring).
+
+    Args:
+        run: the folder ``privnlu train`` wrote, or its ``model/`` subfolder.
+        key: the owner's key file (the run's mask pool); default: the run folder's ``key.pt`` where the scheme
+            needs one.
+        model: for a frozen run, the base encoder's folder when it is not where the run found it (checked by
+            fingerprint).
+        device: ``cpu`` or ``cuda``.
+        rng: the generator of query masks and noise (default: the OS CSPRNG).
+    """
+    model_dir, run_dir = find_model_dir(run)
+    pipeline = read_pipeline(model_dir)
+    privacy = pipeline["privacy"]
+    pool = _load_key(privacy, int(pipeline["encoder"]["hidden_size"]), key, run_dir)  # before any heavy work
+    head = load_head(model_dir / HEAD_DIR, device=device)
+    encoder = _load_encoder(pipeline, model_dir, run_dir, model, device)
+    if encoder.dim != int(pipeline["encoder"]["hidden_size"]):
+        raise PrivnluError(f"the encoder has width {encoder.dim}, the head expects {pipeline['encoder']['hidden_size']}")
+    hider = _query_encoder(privacy, encoder.dim, pool[0] if pool else None, rng or SecretGenerator())
+    return Predictor(pipeline, encoder, head, hider, device, pool[1] if pool else None)
+
+
+def _load_key(privacy: dict, dim: int, key: str | Path | None, run_dir: Path | None) -> tuple[MaskPool, str] | None:
+    """The owner's mask pool where queries need it (checked against the run), else None."""
+    if not privacy.get("key_required"):
+        return None
+    if key is None:
+        if run_dir is None or not (run_dir / KEY_FILE).is_file():
+            raise PrivnluError(f"this {privacy['variant']} model encodes queries with the data owner's secret mask "
+                               f"pool, which is not in the model folder: pass the run's key file with --key")
+        key, source = run_dir / KEY_FILE, "the run folder's key.pt"
+    else:
+        source = f"--key {key}"
+        if not Path(key).is_file():
+            raise PrivnluError(f"--key {key}: no such file")
+    pool = MaskPool.load(key)
+    if pool.m != parse_m(privacy["m"]) or pool.dim != dim or key_check(pool.masks) != privacy["key_check"]:
+        raise PrivnluError(f"key file {key} is not this run's key (a different mask pool); pass the key the run wrote")
+    return pool, source
+
+
+def _load_encoder(pipeline: dict, model_dir: Path, run_dir: Path | None, model: str | Path | None,
+                  device: str) -> SentenceEncoder:
+    """The fine-tuned encoder saved in the folder, or a frozen run's base encoder; its fingerprint is checked."""
+    enc = pipeline["encoder"]
+    pooling = enc["pooling"]
+    if enc.get("saved"):
+        if model is not None:
+            raise PrivnluError("--model is for frozen runs; this run's fine-tuned encoder is in its model folder")
+        encoder = load_encoder(model_dir, pooling=pooling, device=device)
+        if encoder.fingerprint != enc["fingerprint"]:
+            raise PrivnluError(f"{model_dir}: the encoder's files changed since training (fingerprint differs)")
+        return encoder
+    if model is None:
+        spec_model = _run_spec_model(run_dir)
+        if spec_model is not False and not (enc["source"] == "local" and not Path(str(spec_model)).is_dir()):
+            model = spec_model
+        elif enc["source"] == "hub":
+            model = enc["name"]
+        elif enc["source"] == "local":
+            raise PrivnluError(f"this head was trained on a local encoder folder named '{enc['name']}' "
+                               f"(fingerprint {enc['fingerprint'][:16]}); pass it with --model FOLDER")
+    encoder = load_encoder(model, pooling=pooling, device=device)
+    if encoder.fingerprint != enc["fingerprint"]:
+        raise PrivnluError(f"--model {model or 'default'}: not the encoder this head was trained on (fingerprint "
+                           f"{encoder.fingerprint[:16]}, expected {enc['fingerprint'][:16]}); pass the right one with "
+                           "--model FOLDER")
+    return encoder
+
+
+def _run_spec_model(run_dir: Path | None):
+    """``spec.model`` of the run's result.json (None = the packaged default), or False if there is none."""
+    if run_dir is None:
+        return False
+    try:
+        return read_json(run_dir / "result.json")["spec"]["model"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def _query_encoder(privacy: dict, dim: int, pool: MaskPool | None, rng: SecretGenerator) -> TextHide | None:
+    """A hider whose ``mask_only`` is the run's evaluation-time query encoding, or None (raw representations)."""
+    if privacy["scheme"] == "none" or privacy["eval_mask"] != "pool":
+        return None
+    m, k = parse_m(privacy["m"]), int(privacy["k"])
+    if pool is None:  # no key needed: no mask (m = 0), a fresh one per query (m = inf), or a head on |x|
+        m = m if (m == math.inf and not privacy["abs_input"]) else 0
+        pool = MaskPool.generate(m, dim, rng)
+    if privacy["scheme"] == "dp":
+        dp = privacy["dp"]
+        mech = make_mechanism(dp["mechanism"], clip=float(dp["clip"]), noise=float(dp["noise"]), dim=int(dp["dim"]),
+                              clip_norm=dp["clip_norm"], max_weight=float(dp["max_weight"]))
+        return DPTextHide(m, k, dim=dim, rng=rng, mechanism=mech, pool=pool, noisy_queries=bool(privacy["noisy_queries"]))
+    return TextHide(m, k, dim=dim, rng=rng, pool=pool)
+
+
+__all__ = ["Predictor", "find_model_dir", "load"]
