@@ -32,12 +32,13 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 import torch
 
+from ..choices import DCHI_MECHANISMS
 from ..errors import PrivnluError, require_choice
 from ..io import atomic_path
 from ..rng import SecretGenerator
 from .dchi import HNSWIndex, TokenSpace, check_eta, m_rep, m_seq, m_txt
 
-MECHANISMS = ("rep", "text", "sequence")
+MECHANISMS = DCHI_MECHANISMS
 OUTPUT_SUFFIX = {"text": ".txt", "rep": ".npz", "sequence": ".npz"}
 
 
