@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     from ..rng import SecretGenerator
 
     warn_seed(args)
-    spec = run_spec(args)
+    # a release's "epochs" are its encodings of each example: the DP calibration accounts every one of them
+    spec = run_spec(argparse.Namespace(**{**vars(args), "epochs": args.encodings_per_example}))
     if spec.scheme == "none":
         spec = replace(spec, scheme="texthide")  # the (0, 1) identity release
     check_split(spec.task, args.split)
