@@ -163,7 +163,7 @@ def test_cli_pretrain_and_bad_input(tiny_model, tmp_path, capsys):
     assert code == 0, err
     assert json.loads((tmp_path / "v" / "pretrain.json").read_text())["steps_done"]["warmup"] == 0
     # continue from the first run's encoder and head (more steps, another seed)
-    base_model = base[:1] + base[3:]
+    base_model = base[:2] + base[4:]  # without --model
     code, err = _cli(base_model + ["--model", str(out / "encoder"), "--init-head", str(out / "mlm_head.pt"),
                                    "--objective", "denoising", "--eta", "30", "--steps", "2", "--out", str(tmp_path / "c")],
                      capsys)
