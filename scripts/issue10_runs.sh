@@ -9,7 +9,7 @@ R="nice -n 10 $PY -m privnlu.cli.main reproduce"
 $R huang2020-table1 --scale cpu --tasks sst2,cola,mrpc,stsb,rte --out runs/i10/table1-frozen --quiet
 # 2. Figure 1 of Xie & Hong 2022, the paper's no-mask scheme, frozen, clean queries, 5,000 examples, 10 epochs,
 #    5 of the paper's 8 epsilons (time)
-$R xie2022-figure1 --scale cpu --train-limit 5000 --epochs 10 --tasks sst2,cola --epsilons 0.1,1,4,8,20 \
+$R xie2022-figure1 --scale cpu --train-limit 5000 --epochs 10 --tasks sst2,cola --dp-epsilons 0.1,1,4,8,20 \
     --out runs/i10/xie2022-figure1 --quiet
 # 3. Table 6 at the quick scale (2,000 SST-2 examples, 2,500 public sentences per corpus)
 $R huang2020-table6 --quick --public wiki,tweets,bbc,qnli-dev --out runs/i10/table6-quick --quiet

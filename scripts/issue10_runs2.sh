@@ -13,7 +13,7 @@ $R huang2020-table1 --scale cpu --epochs 10 --lrs 0.001 --tasks rte,mrpc,stsb,co
 echo "table1 done $(date -u +%T)"
 # 2. Figure 1 of Xie & Hong 2022, the paper's no-mask scheme, frozen, clean queries, 5,000 examples, 5 epochs,
 #    5 of the paper's 8 epsilons
-$R xie2022-figure1 --scale cpu --train-limit 5000 --epochs 5 --tasks sst2,cola --epsilons 0.1,1,4,8,20 \
+$R xie2022-figure1 --scale cpu --train-limit 5000 --epochs 5 --tasks sst2,cola --dp-epsilons 0.1,1,4,8,20 \
     --out runs/i10/xie2022-figure1 --quiet
 echo "figure1 done $(date -u +%T)"
 # 3. Table 6 at the quick scale (2,000 SST-2 examples, 2,500 public sentences per corpus)

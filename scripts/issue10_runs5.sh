@@ -9,6 +9,6 @@ cd "$(dirname "$0")/.."
 . scripts/env.sh
 export OMP_NUM_THREADS=2
 $PY -m privnlu.cli.main reproduce xie2022-figure1 --scale cpu --mode joint --batch-size 32 --epochs 3 \
-    --train-limit 5000 --tasks sst2 --epsilons 20,8 --mechanisms gaussian --calibrations correct \
+    --train-limit 5000 --tasks sst2 --dp-epsilons 20,8 --dp-mechanisms gaussian --dp-calibrations correct \
     --out runs/i10/xie2022-figure1-joint
 echo "done $(date -u +%T)"

@@ -222,7 +222,7 @@ def encode_file(capsys, tmp_path, tiny_model, toy_glue, *extra):
 
     out, key = tmp_path / "enc.pt", tmp_path / "key.pt"
     base = ["--task", "sst2", "--data-dir", str(toy_glue), "--model", str(tiny_model), "--cache-dir", str(tmp_path / "c"), "--quiet"]
-    assert main(["encode", *base, "--m", "4", "--k", "2", "--epochs", "4", "--batch-size", "60", "--seed", "0",
+    assert main(["encode", *base, "--m", "4", "--k", "2", "--encodings-per-example", "4", "--batch-size", "60", "--seed", "0",
                  "--out", str(out), "--key-out", str(key), *extra]) == 0
     capsys.readouterr()
     return base, out, key
@@ -293,7 +293,7 @@ def test_cli_reconstruct_plain_and_dp(capsys, tmp_path, tiny_model, toy_glue):
     # (tiny random model, 12 originals) gives 75-83 % over seeds 0-4 (it gave 83-100 % in epoch order)
     assert rec["conditions"]["m0-k1"]["methods"]["nmf"]["success"] >= 70
     assert main(["attack", "reconstruct", *base, "--conditions", "16:2", "--dp-mechanism", "laplace", "--dp-epsilon", "8",
-                 "--calibration", "paper", "--methods", "nmf", "--out", str(out), "--force"]) == 0
+                 "--dp-calibration", "paper", "--methods", "nmf", "--out", str(out), "--force"]) == 0
     err = capsys.readouterr().err
     c = json.loads(out.read_text())["conditions"]["m16-k2"]
     assert c["dp_calibration"]["valid_dp_guarantee"] is False and "NOT a valid DP guarantee" in err

@@ -110,12 +110,12 @@ def test_train_sweep_report_and_resume(capsys, tmp_path, tiny_model, toy_glue, c
     assert code == 2 and "--overwrite" in err and (run_dir / "key.pt").read_bytes() == key_bytes
     assert json.loads((run_dir / "result.json").read_text())["history"] == rec["history"]
     sweep_dir = tmp_path / "sweep"
-    code, _ = run_cli(capsys, "sweep", *args, "--m", "0,4", "--k", "1,2", "--epochs", "1", "--batch-size", "8", "--out", str(sweep_dir))
+    code, _ = run_cli(capsys, "sweep", *args, "--ms", "0,4", "--ks", "1,2", "--epochs", "1", "--batch-size", "8", "--out", str(sweep_dir))
     assert code == 0 and len(list(sweep_dir.glob("m*-k*.json"))) == 4
     stamp = (sweep_dir / "m4-k2.json").stat().st_mtime_ns
-    assert run_cli(capsys, "sweep", *args, "--m", "0,4", "--k", "1,2", "--epochs", "1", "--batch-size", "8", "--out", str(sweep_dir))[0] == 0
+    assert run_cli(capsys, "sweep", *args, "--ms", "0,4", "--ks", "1,2", "--epochs", "1", "--batch-size", "8", "--out", str(sweep_dir))[0] == 0
     assert (sweep_dir / "m4-k2.json").stat().st_mtime_ns == stamp  # finished points are skipped (resume)
-    code, err = run_cli(capsys, "sweep", *args, "--m", "0,4", "--k", "1,2", "--epochs", "2", "--batch-size", "8", "--out", str(sweep_dir))
+    code, err = run_cli(capsys, "sweep", *args, "--ms", "0,4", "--ks", "1,2", "--epochs", "2", "--batch-size", "8", "--out", str(sweep_dir))
     assert code == 2 and "train.epochs 1 -> 2" in err and len(err.strip().splitlines()) == 1  # stale points: refused
     assert (sweep_dir / "m4-k2.json").stat().st_mtime_ns == stamp
     assert main(["report", str(sweep_dir), "--markdown"]) == 0
@@ -129,7 +129,7 @@ def test_train_sweep_report_and_resume(capsys, tmp_path, tiny_model, toy_glue, c
 def test_encode_writes_payload_and_private_key(capsys, tmp_path, tiny_model, toy_glue, cache_dir):
     args = base_args(tiny_model, toy_glue, cache_dir)
     out, key = tmp_path / "enc.safetensors", tmp_path / "key.pt"
-    code, _ = run_cli(capsys, "encode", *args, "--m", "8", "--k", "3", "--epochs", "2", "--batch-size", "10",
+    code, _ = run_cli(capsys, "encode", *args, "--m", "8", "--k", "3", "--encodings-per-example", "2", "--batch-size", "10",
                       "--out", str(out), "--key-out", str(key))
     assert code == 0
     payload = SharedPayload.load(out)

@@ -55,16 +55,30 @@ def parser():
 
 
 def options_of(parser):
+    """Every visible option of every (nested) command; the hidden old spellings are tested on their own below."""
     for path, p in options.walk(parser):
         for a in p._actions:
-            if a.option_strings and not isinstance(a, (argparse._HelpAction, argparse._VersionAction)):
+            if a.option_strings and not isinstance(a, (argparse._HelpAction, argparse._VersionAction,
+                                                       options.DeprecatedAlias)):
                 yield path, p, a
+
+
+def test_the_walk_reaches_every_nested_command(parser):
+    from privnlu.cli.main import COMMANDS, GROUPS
+
+    paths = {" ".join(path) for path, _ in options.walk(parser)}
+    assert set(COMMANDS) | set(GROUPS) | {""} == paths
+    assert all(p._defaults.get("func") is not None for path, p in options.walk(parser) if " ".join(path) in COMMANDS)
 
 
 def test_every_parser_refuses_abbreviations(parser, capsys):
     assert all(p.allow_abbrev is False for _, p in options.walk(parser))
-    code, err = run_cli(capsys, ["dp", "account", "--epsilon", "1", "--del", "0.1"])
-    assert code == 2 and "unrecognized arguments: --del" in err
+    code, err = run_cli(capsys, ["dp", "account", "--dp-epsilon", "1", "--dp-del", "0.1"])
+    assert code == 2 and "unrecognized arguments: --dp-del" in err
+    code, err = run_cli(capsys, ["dchi", "privatize", "x.txt", "--out", "y.txt", "--eta", "1", "--dchi-mech", "text"])
+    assert code == 2 and "unrecognized arguments: --dchi-mech" in err
+    code, err = run_cli(capsys, ["dp", "account", "--eps", "1"])  # nor is an old spelling abbreviated
+    assert code == 2 and "unrecognized arguments: --eps" in err
 
 
 def test_every_option_has_help_stating_its_default(parser):
@@ -91,6 +105,10 @@ def test_every_output_option_is_declared(parser):
     assert not undeclared, f"outputs not checked before work starts: {undeclared}"
     commands = {" ".join(path) for path, _ in options.walk(parser)}
     assert {c for c, _ in options.OUTPUTS} <= commands
+    metavars = {(" ".join(path), a.dest): a.metavar for path, _, a in options_of(parser)
+                if (" ".join(path), a.dest) in options.OUTPUTS}
+    assert metavars and all(m in ("FILE", "DIR") for m in metavars.values()), metavars
+    assert metavars[("train", "out")] == "DIR" and metavars[("encode", "out")] == "FILE"
 
 
 def bad_values(rng: options.Range) -> list[str]:
@@ -135,19 +153,22 @@ def test_every_numeric_option_rejects_out_of_range_values(parser):
     ["train", "--task", "sst2", "--hidden", "0"],
     ["train", "--task", "sst2", "--hidden", ""],
     ["train", "--task", "sst2", "--lr", "inf"],
-    ["sweep", "--task", "sst2", "--k", ""],
-    ["calibrate-eta", "--target", "0.5", "--eta-range", "1,inf"],
-    ["calibrate-eta", "--target", "1.5"],
+    ["sweep", "--task", "sst2", "--ks", ""],
+    ["sweep", "--task", "sst2", "--ks", "0"],
+    ["dchi", "calibrate", "--target", "0.5", "--eta-range", "1,inf"],
+    ["dchi", "calibrate", "--target", "1.5"],
     ["federated", "--task", "sst2", "--eval-every", "0"],
     ["federated", "--task", "sst2", "--hidden", "0,4"],
     ["federated", "--task", "sst2", "--dropout", "1"],
-    ["gradient-attack", "--dims", ""],
-    ["gradient-attack", "--ks", "-1"],
-    ["privatize", "x.txt", "--out", "y.txt", "--eta", "inf"],
-    ["dchi-pretrain", "--objective", "vanilla", "--eta", "10", "--out", "o", "--mask-prob", "0"],
-    ["dp", "account", "--epsilon", "1e6"],
-    ["dp", "account", "--epsilon", "1", "--delta", "1e-300"],
-    ["dp", "account", "--epsilon", "1", "--delta", "1"],
+    ["attack", "gradient", "--dims", ""],
+    ["attack", "gradient", "--ks", "-1"],
+    ["dchi", "privatize", "x.txt", "--out", "y.txt", "--eta", "inf"],
+    ["dchi", "pretrain", "--objective", "vanilla", "--eta", "10", "--out", "o", "--mask-prob", "0"],
+    ["dp", "account", "--dp-epsilon", "1e6"],
+    ["dp", "account", "--dp-epsilon", "1", "--dp-delta", "1e-300"],
+    ["dp", "account", "--dp-epsilon", "1", "--dp-delta", "1"],
+    ["dp", "account", "--epsilon", "1e6"],  # an old spelling is checked the same way
+    ["audit", "--task", "sst2", "--encodings-per-example", "1"],
     ["attack", "reconstruct", "--out", "x.json", "--dp-mechanism", "laplace", "--dp-epsilon", "-1"],
     ["encode", "--task", "sst2", "--out", "a.pt", "--key-out", "b.pt", "--seed", "-1"],
 ])
@@ -167,19 +188,19 @@ WRITERS = {
     "train cache": (["train", "--task", "sst2", "--cache-dir", "{out}"], "dir"),
     "encode out": (["encode", "--task", "sst2", "--out", "{out}", "--key-out", "{key}"], "file"),
     "encode key": (["encode", "--task", "sst2", "--out", "{good}", "--key-out", "{out}"], "file"),
-    "dp encode out": (["dp", "encode", "--task", "sst2", "--epsilon", "1", "--out", "{out}", "--key-out", "{key}"], "file"),
-    "dp encode key": (["dp", "encode", "--task", "sst2", "--epsilon", "1", "--out", "{good}", "--key-out", "{out}"], "file"),
-    "dp account": (["dp", "account", "--epsilon", "1", "--out", "{out}"], "file"),
+    "dp encode out": (["dp", "encode", "--task", "sst2", "--dp-epsilon", "1", "--out", "{out}", "--key-out", "{key}"], "file"),
+    "dp encode key": (["dp", "encode", "--task", "sst2", "--dp-epsilon", "1", "--out", "{good}", "--key-out", "{out}"], "file"),
+    "dp account": (["dp", "account", "--dp-epsilon", "1", "--out", "{out}"], "file"),
     "sweep": (["sweep", "--task", "sst2", "--out", "{out}"], "dir"),
-    "privatize": (["privatize", "{input}", "--eta", "10", "--out", "{out}"], "file"),
-    "calibrate-eta": (["calibrate-eta", "--target", "0.5", "--out", "{out}"], "file"),
-    "dchi-analyze": (["dchi-analyze", "geometry", "--out", "{out}"], "file"),
-    "dchi-finetune": (["dchi-finetune", "--task", "sst2", "--out", "{out}"], "dir"),
-    "dchi-pretrain": (["dchi-pretrain", "--objective", "vanilla", "--eta", "10", "--out", "{out}"], "dir"),
+    "dchi privatize": (["dchi", "privatize", "{input}", "--eta", "10", "--out", "{out}"], "file"),
+    "dchi calibrate": (["dchi", "calibrate", "--target", "0.5", "--out", "{out}"], "file"),
+    "dchi analyze": (["dchi", "analyze", "geometry", "--out", "{out}"], "file"),
+    "dchi finetune": (["dchi", "finetune", "--task", "sst2", "--out", "{out}"], "dir"),
+    "dchi pretrain": (["dchi", "pretrain", "--objective", "vanilla", "--eta", "10", "--out", "{out}"], "dir"),
     "federated": (["federated", "--task", "sst2", "--out", "{out}"], "dir"),
     "federated app-dir": (["federated", "--task", "sst2", "--deploy", "--superlink", "127.0.0.1:1", "--out", "{good}",
                            "--app-dir", "{out}"], "dir"),
-    "gradient-attack": (["gradient-attack", "--out", "{out}"], "file"),
+    "attack gradient": (["attack", "gradient", "--out", "{out}"], "file"),
     "attack search": (["attack", "search", "--task", "sst2", "--out", "{out}"], "file"),
     "attack invert": (["attack", "invert", "--task", "sst2", "--out", "{out}"], "file"),
     "attack reconstruct": (["attack", "reconstruct", "--task", "sst2", "--out", "{out}"], "file"),
@@ -227,7 +248,7 @@ def test_existing_key_file_is_refused_without_force(capsys, tmp_path, monkeypatc
     key.write_bytes(b"precious key material")
     before = listing(tmp_path)
     for argv in (["encode", "--task", "sst2", "--out", "enc.pt", "--key-out", str(key)],
-                 ["dp", "encode", "--task", "sst2", "--epsilon", "1", "--out", "enc.pt", "--key-out", str(key)]):
+                 ["dp", "encode", "--task", "sst2", "--dp-epsilon", "1", "--out", "enc.pt", "--key-out", str(key)]):
         code, err = run_cli(capsys, argv)
         assert_clean_failure(code, err, before, tmp_path)
         assert "--force" in err and key.read_bytes() == b"precious key material"
@@ -249,13 +270,13 @@ def test_existing_result_file_is_refused_without_force(capsys, tmp_path, monkeyp
     old = tmp_path / "result.json"
     old.write_text('{"earlier": true}\n')
     before = listing(tmp_path)
-    for argv in (["dp", "account", "--epsilon", "1", "--out", str(old)],
+    for argv in (["dp", "account", "--dp-epsilon", "1", "--out", str(old)],
                  ["attack", "search", "--task", "sst2", "--out", str(old)],
-                 ["gradient-attack", "--out", str(old)]):
+                 ["attack", "gradient", "--out", str(old)]):
         code, err = run_cli(capsys, argv)
         assert_clean_failure(code, err, before, tmp_path)
         assert "refusing to replace an earlier result" in err and "--force" in err
-    assert main(["dp", "account", "--epsilon", "1", "--out", str(old), "--force"]) == 0
+    assert main(["dp", "account", "--dp-epsilon", "1", "--out", str(old), "--force"]) == 0
     assert json.loads(old.read_text()).get("earlier") is None
 
 
@@ -281,7 +302,7 @@ def test_read_only_folder_as_an_unprivileged_user():
     try:
         os.chmod(folder, 0o555)
         os.chmod(home, 0o777)  # the user's own writable home (library caches), unlike the folder under test
-        cmd = [sys.executable, "-m", "privnlu.cli.main", "dp", "account", "--epsilon", "1", "--out", str(folder / "x.json")]
+        cmd = [sys.executable, "-m", "privnlu.cli.main", "dp", "account", "--dp-epsilon", "1", "--out", str(folder / "x.json")]
         env = {**os.environ, "PYTHONPATH": str(SRC), "HOME": str(home), "MPLCONFIGDIR": str(home / "mpl")}
         if os.geteuid() == 0:
             if not shutil.which("setpriv"):
@@ -561,21 +582,103 @@ def test_federated_dp_calibration_never_exceeds_its_target(epsilon, rounds):
 
 
 def test_lazy_command_table_matches_what_the_modules_register():
-    """main.COMMANDS (names, modules, help) is what the command modules register, so the help-only stubs that
-    ``privnlu --help`` shows cannot drift from the real commands."""
-    import argparse
+    """main.COMMANDS (paths, modules, help) is what the command modules register, so the help-only stubs that
+    ``privnlu --help`` and ``privnlu <group> --help`` show cannot drift from the real commands."""
     import importlib
 
     from privnlu.cli import main as m
 
-    for name, (module, help_text) in m.COMMANDS.items():
-        sub = argparse.ArgumentParser().add_subparsers()
-        importlib.import_module(f"privnlu.cli.{module}").register(sub)
-        assert name in sub.choices, (name, module)
-        assert {a.dest: a.help for a in sub._choices_actions}[name] == help_text, name
-    full = m.build_parser()
-    action = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(action.choices) == set(m.COMMANDS)
+    registered: dict[str, dict[str, str]] = {}
+    for path, (module, help_text) in m.COMMANDS.items():
+        if module not in registered:
+            sub = argparse.ArgumentParser().add_subparsers()
+            importlib.import_module(f"privnlu.cli.{module}").register(sub)
+            registered[module] = {a.dest: a.help for a in sub._choices_actions}
+        name = path.rpartition(" ")[2]
+        assert registered[module].get(name) == help_text, (path, module)
+    # and every command a module registers is in the table, under one parent
+    table = {(module, path.rpartition(" ")[2]) for path, (module, _) in m.COMMANDS.items()}
+    assert {(module, name) for module, names in registered.items() for name in names} == table
+    for module in registered:
+        assert len({path.rpartition(" ")[0] for path, (mod, _) in m.COMMANDS.items() if mod == module}) == 1, module
+    # a lazily built tree (one module imported) has the same commands as the full one
+    full = {" ".join(path) for path, _ in options.walk(m.build_parser())}
+    for path in ("train", "dchi privatize", "attack gradient", "dp audit", ""):
+        assert {" ".join(q) for q, _ in options.walk(m.build_parser(path))} == full, path
+
+
+@pytest.mark.parametrize("old,new", sorted(__import__("privnlu.cli.main", fromlist=["DEPRECATED"]).DEPRECATED.items()))
+def test_a_deprecated_command_name_warns_once_and_runs_the_new_command(capsys, old, new):
+    from privnlu.cli.main import build_parser
+
+    assert main([*new.split(), "--help"]) == 0
+    want = capsys.readouterr()
+    assert main([old, "--help"]) == 0
+    got = capsys.readouterr()
+    assert got.out == want.out and want.err == ""
+    assert got.err.splitlines() == [f"privnlu: '{old}' is deprecated and will be removed in the next release; use "
+                                    f"'privnlu {new}'"]
+    top = build_parser().format_help()
+    assert f"{old} (now {new})" in " ".join(top.split())  # listed once, under the deprecated note
+    assert f"\n    {old} " not in top  # but not among the commands
+
+
+#: a valid value for each renamed option's new spelling, and the rest of a command line that parses
+ALIAS_VALUES = {"--dp-epsilon": "2", "--dp-delta": "1e-6", "--dp-clip": "2", "--dp-calibration": "paper",
+                "--dp-mechanism": "laplace", "--encodings-per-example": "3", "--dchi-mechanism": "rep",
+                "--ms": "0,16", "--ks": "1,2", "--dp-epsilons": "1,8", "--dp-mechanisms": "gaussian",
+                "--dp-calibrations": "correct"}
+ALIAS_BASE = {"dp account": [], "dp encode": ["--task", "sst2", "--out", "e.st", "--key-out", "k.pt"], "dp audit": [],
+              "encode": ["--task", "sst2", "--out", "e.st", "--key-out", "k.pt"], "attack reconstruct": ["--out", "r.json"],
+              "dchi privatize": ["in.txt", "--out", "o.npz", "--eta", "10"], "sweep": ["--task", "sst2"],
+              "dchi pretrain": ["--objective", "vanilla", "--eta", "10", "--out", "o"], "audit": ["--task", "sst2"],
+              "reproduce": ["xie2022-figure1"]}
+
+
+@pytest.mark.parametrize("cmd,old", sorted(options.RENAMED))
+def test_a_renamed_option_still_works_and_warns_once(capsys, cmd, old):
+    new = options.RENAMED[(cmd, old)]
+    value = ALIAS_VALUES[new]
+    base = [*cmd.split(), *ALIAS_BASE[cmd]]
+    with_new = build_parser(cmd).parse_args([*base, new, value])
+    assert capsys.readouterr().err == ""
+    with_old = build_parser(cmd).parse_args([*base, old, value])
+    err = capsys.readouterr().err.splitlines()
+    assert vars(with_old) == vars(with_new)
+    assert err == [f"privnlu: {old} is deprecated and will be removed in the next release; use {new}"]
+    sub = build_parser(cmd)
+    for word in cmd.split():
+        sub = next(a for a in sub._actions if isinstance(a, argparse._SubParsersAction)).choices[word]
+    assert not any(old in a.option_strings for a in sub._actions if a.help != argparse.SUPPRESS)
+
+
+def test_an_old_value_that_moved_to_another_option(capsys):
+    args = build_parser("dp audit").parse_args(["dp", "audit", "--mechanism", "dchi-txt", "--eta", "5"])
+    assert args.dchi_mechanism == "text" and args.dp_mechanism == "gaussian"
+    assert "use --dchi-mechanism text" in capsys.readouterr().err
+    args = build_parser("dp audit").parse_args(["dp", "audit", "--mechanism", "laplace"])
+    assert args.dp_mechanism == "laplace" and args.dchi_mechanism is None
+
+
+def test_building_any_command_parser_imports_no_torch():
+    """``privnlu X --help`` must not import torch, transformers or the training pipeline (issue 15, start-up): an
+    import-level fact, checked for the whole tree (every command module) and for each command's lazy tree."""
+    code = ("import sys; from privnlu.cli.main import COMMANDS, build_parser; build_parser(); "
+            "[build_parser(c) for c in COMMANDS]; "
+            "heavy = ('torch', 'transformers', 'privnlu.experiments', 'privnlu.training', 'privnlu.models', "
+            "'privnlu.mechanisms', 'privnlu.attacks', 'privnlu.federated', 'privnlu.audit', 'privnlu.report', 'flwr'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or '.'.join(m.split('.')[:2]) in heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(SRC)}).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_parser_choices_match_the_library():
+    """The names the parsers offer (privnlu.choices, torch-free) are the ones the library accepts."""
+    from privnlu import choices
+    from privnlu.experiments import huang2020
+
+    assert tuple(huang2020.SCALES) == choices.SCALE_NAMES
 
 
 def test_top_level_help_imports_no_command_module():
@@ -615,7 +718,7 @@ def test_progress_bars_in_a_log_are_plain_lines():
     from privnlu.cli.main import PlainLines
 
     buf = io.StringIO()
-    with tqdm(total=3, file=PlainLines(buf), mininterval=0, desc="steps") as bar:
+    with tqdm(total=3, file=PlainLines(buf), mininterval=0, desc="steps", disable=False) as bar:  # another test may have run --quiet
         for _ in range(3):
             bar.update(1)
     text = buf.getvalue()

@@ -114,7 +114,7 @@ def test_cli_analyses_and_report(capsys, tmp_path, tiny_model):
     for analysis, extra in [("geometry", ["--sample", "200"]), ("examples", ["--draws", "50"]),
                             ("deniability", ["--sample", "64", "--draws", "100", "--eta", "2000"])]:
         out = tmp_path / f"{analysis}.json"
-        assert main(["dchi-analyze", analysis, "--out", str(out), "--model", str(tiny_model), "--seed", "0", "--etas", "100,1000", *extra]) == 0
+        assert main(["dchi", "analyze", analysis, "--out", str(out), "--model", str(tiny_model), "--seed", "0", "--etas", "100,1000", *extra]) == 0
         rec = json.loads(out.read_text())
         assert rec["kind"] == "dchi" and rec["analysis"] == analysis
         outs.append(out)
@@ -132,7 +132,7 @@ def test_cli_analyses_and_report(capsys, tmp_path, tiny_model):
 
 
 def test_cli_calibrate_errors(capsys, tiny_model):
-    assert main(["calibrate-eta", "--target", "1.5", "--model", str(tiny_model)]) == 2
-    assert main(["dchi-analyze", "nonsense", "--out", "x.json", "--model", str(tiny_model)]) == 2
+    assert main(["dchi", "calibrate", "--target", "1.5", "--model", str(tiny_model)]) == 2
+    assert main(["dchi", "analyze", "nonsense", "--out", "x.json", "--model", str(tiny_model)]) == 2
     err = capsys.readouterr().err
     assert "--target: '1.5' is out of range: number in (0, 1)" in err and "unknown analysis 'nonsense'" in err

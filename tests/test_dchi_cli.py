@@ -1,4 +1,4 @@
-"""`privnlu privatize` and the DchiPrivatizer API: outputs, streaming, atomicity and bad input."""
+"""`privnlu dchi privatize` and the DchiPrivatizer API: outputs, streaming, atomicity and bad input."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_api_text_small_eta_changes_words_but_not_specials(tiny_model):
 @pytest.mark.parametrize("mechanism,suffix", [("text", ".txt"), ("rep", ".npz"), ("sequence", ".npz")])
 def test_cli_streams_every_mechanism(capsys, tmp_path, tiny_model, infile, mechanism, suffix):
     out = tmp_path / f"out{suffix}"
-    code, err = run_cli(capsys, "privatize", str(infile), "--out", str(out), "--mechanism", mechanism, "--eta", "50",
+    code, err = run_cli(capsys, "dchi", "privatize", str(infile), "--out", str(out), "--dchi-mechanism", mechanism, "--eta", "50",
                         "--model", str(tiny_model), "--chunk-lines", "3", "--seed", "4")
     assert code == 0, err
     assert "fixed --seed" in err  # the loud experiments-only warning
@@ -68,7 +68,7 @@ def test_cli_streams_every_mechanism(capsys, tmp_path, tiny_model, infile, mecha
 def test_cli_truncates_long_text_with_warning(capsys, tmp_path, tiny_model):
     src = write(tmp_path / "long.txt", "short\n" + " ".join(["word"] * 300) + "\n")
     out = tmp_path / "o.npz"
-    code, err = run_cli(capsys, "privatize", str(src), "--out", str(out), "--mechanism", "rep", "--eta", "50",
+    code, err = run_cli(capsys, "dchi", "privatize", str(src), "--out", str(out), "--dchi-mechanism", "rep", "--eta", "50",
                         "--model", str(tiny_model), "--max-length", "16")
     assert code == 0
     assert "warning: line 2 has 300 tokens; truncated to 14" in err
@@ -78,12 +78,12 @@ def test_cli_truncates_long_text_with_warning(capsys, tmp_path, tiny_model):
 @pytest.mark.parametrize("argv,match", [
     (["--eta", "0"], "--eta: '0' is out of range: number in (0,"),
     (["--eta", "-3"], "--eta: '-3' is out of range"),
-    (["--eta", "10", "--mechanism", "word"], "unknown mechanism 'word'"),
-    (["--eta", "10", "--mechanism", "rep"], "should end in .npz"),
+    (["--eta", "10", "--dchi-mechanism", "word"], "unknown mechanism 'word'"),
+    (["--eta", "10", "--dchi-mechanism", "rep"], "should end in .npz"),
 ])
 def test_cli_bad_arguments_one_line(capsys, tmp_path, tiny_model, infile, argv, match):
     out = tmp_path / "o.txt"
-    code, err = run_cli(capsys, "privatize", str(infile), "--out", str(out), "--model", str(tiny_model), *argv)
+    code, err = run_cli(capsys, "dchi", "privatize", str(infile), "--out", str(out), "--model", str(tiny_model), *argv)
     assert code == 2 and match in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
 
@@ -94,7 +94,7 @@ def test_cli_bad_input_file(capsys, tmp_path, tiny_model, content, match):
     if content is not None:
         write(src, content)
     out = tmp_path / "o.txt"
-    code, err = run_cli(capsys, "privatize", str(src), "--out", str(out), "--eta", "10", "--model", str(tiny_model))
+    code, err = run_cli(capsys, "dchi", "privatize", str(src), "--out", str(out), "--eta", "10", "--model", str(tiny_model))
     assert code == 2 and match in err and len(err.strip().splitlines()) == 1 and not out.exists()
 
 
@@ -103,7 +103,7 @@ def test_cli_error_midway_leaves_no_output(capsys, tmp_path, tiny_model):
     src = tmp_path / "in.txt"
     src.write_bytes(b"fine line\nanother\n\xff\xfe broken\n")
     out = tmp_path / "o.txt"
-    code, err = run_cli(capsys, "privatize", str(src), "--out", str(out), "--eta", "10", "--model", str(tiny_model), "--chunk-lines", "1")
+    code, err = run_cli(capsys, "dchi", "privatize", str(src), "--out", str(out), "--eta", "10", "--model", str(tiny_model), "--chunk-lines", "1")
     assert code == 2 and "line 3 is not UTF-8" in err
     assert not out.exists() and not list(tmp_path.glob(".o.txt.*"))
 
@@ -112,15 +112,15 @@ def test_cli_blank_lines_stay_blank(capsys, tmp_path, tiny_model):
     """A file of blank lines is privatized line by line (blank stays blank), not refused."""
     src = write(tmp_path / "in.txt", "\n\n")
     out = tmp_path / "o.txt"
-    code, _ = run_cli(capsys, "privatize", str(src), "--out", str(out), "--eta", "10", "--model", str(tiny_model))
+    code, _ = run_cli(capsys, "dchi", "privatize", str(src), "--out", str(out), "--eta", "10", "--model", str(tiny_model))
     assert code == 0 and out.read_text() == "\n\n"
 
 
 def test_cli_warns_when_a_release_leaves_almost_every_token_intact(capsys, tmp_path, tiny_model, infile):
     """Issue 15: an eta so large that M_txt returns the text unchanged is flagged, pointing to calibrate-eta."""
     out = tmp_path / "out.txt"
-    code, err = run_cli(capsys, "privatize", str(infile), "--out", str(out), "--eta", "1e9", "--model", str(tiny_model))
-    assert code == 0 and "hides almost nothing" in err and "calibrate-eta" in err
-    code, err = run_cli(capsys, "privatize", str(infile), "--out", str(tmp_path / "o2.txt"), "--eta", "0.01",
+    code, err = run_cli(capsys, "dchi", "privatize", str(infile), "--out", str(out), "--eta", "1e9", "--model", str(tiny_model))
+    assert code == 0 and "hides almost nothing" in err and "dchi calibrate" in err
+    code, err = run_cli(capsys, "dchi", "privatize", str(infile), "--out", str(tmp_path / "o2.txt"), "--eta", "0.01",
                         "--model", str(tiny_model))
     assert code == 0 and "hides almost nothing" not in err

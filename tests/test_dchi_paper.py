@@ -73,7 +73,7 @@ def test_table45_pairs_by_seed_and_budget():
 
 def test_examples_use_the_papers_sentence_and_count_distinct_outputs(tmp_path, tiny_model):
     out = tmp_path / "ex.json"
-    assert main(["dchi-analyze", "examples", "--out", str(out), "--model", str(tiny_model), "--seed", "0",
+    assert main(["dchi", "analyze", "examples", "--out", str(out), "--model", str(tiny_model), "--seed", "0",
                  "--etas", "100", "--eta", "5", "--draws", "200"]) == 0
     rec = json.loads(out.read_text())
     assert rec["sentence"] == "the emotions are raw and will strike a nerve"

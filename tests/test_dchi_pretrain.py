@@ -151,7 +151,7 @@ def _cli(args, capsys):
 def test_cli_pretrain_and_bad_input(tiny_model, tmp_path, capsys):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(CORPUS) + "\n")
-    base = ["dchi-pretrain", "--model", str(tiny_model), "--corpus", str(corpus), "--batch-size", "4",
+    base = ["dchi", "pretrain", "--model", str(tiny_model), "--corpus", str(corpus), "--batch-size", "4",
             "--max-length", "16", "--eval-size", "8", "--checkpoint-every", "2", "--seed", "0"]
     out = tmp_path / "pt"
     code, err = _cli(base + ["--objective", "denoising", "--eta", "30", "--steps", "2", "--warmup-steps", "2",
@@ -163,7 +163,7 @@ def test_cli_pretrain_and_bad_input(tiny_model, tmp_path, capsys):
     assert code == 0, err
     assert json.loads((tmp_path / "v" / "pretrain.json").read_text())["steps_done"]["warmup"] == 0
     # continue from the first run's encoder and head (more steps, another seed)
-    base_model = base[:1] + base[3:]
+    base_model = base[:2] + base[4:]  # without --model
     code, err = _cli(base_model + ["--model", str(out / "encoder"), "--init-head", str(out / "mlm_head.pt"),
                                    "--objective", "denoising", "--eta", "30", "--steps", "2", "--out", str(tmp_path / "c")],
                      capsys)
@@ -178,7 +178,7 @@ def test_cli_pretrain_and_bad_input(tiny_model, tmp_path, capsys):
         (["--objective", "denoising", "--eta", "0"], "eta"),
         (["--objective", "denoising", "--eta", "-5"], "eta"),
         (["--objective", "mystery", "--eta", "30"], "unknown objective"),
-        (["--objective", "vanilla", "--eta", "30", "--mechanism", "sound"], "unknown input mechanism"),
+        (["--objective", "vanilla", "--eta", "30", "--dchi-mechanism", "sound"], "invalid choice"),
         (["--objective", "vanilla", "--eta", "30", "--init-head", str(tmp_path / "none.pt")], "no such file"),
         (["--objective", "vanilla", "--eta", "30", "--mask-prob", "1.5"], "--mask-prob: '1.5' is out of range"),
     ]:

@@ -99,7 +99,7 @@ def test_config_refuses_bad_input(kw, msg):
 
 def test_cli_finetune_writes_and_skips(tiny_model, toy_glue, tmp_path, capsys):
     out = tmp_path / "runs"
-    argv = ["dchi-finetune", "--task", "sst2", "--data-dir", str(toy_glue), "--model", str(tiny_model),
+    argv = ["dchi", "finetune", "--task", "sst2", "--data-dir", str(toy_glue), "--model", str(tiny_model),
             "--modes", "null,token", "--encoders", "transformer,bilstm", "--etas", "30", "--epochs", "1",
             "--max-length", "16", "--lstm-hidden", "8", "--train-limit", "16", "--dev-limit", "8", "--seed", "0",
             "--out", str(out)]
@@ -128,7 +128,7 @@ def test_cli_finetune_writes_and_skips(tiny_model, toy_glue, tmp_path, capsys):
     (["--max-length", "2"], "max-length"),
 ])
 def test_cli_finetune_bad_input_exit_2(tiny_model, toy_glue, tmp_path, capsys, extra, msg):
-    argv = ["dchi-finetune", "--task", "sst2", "--data-dir", str(toy_glue), "--model", str(tiny_model),
+    argv = ["dchi", "finetune", "--task", "sst2", "--data-dir", str(toy_glue), "--model", str(tiny_model),
             "--out", str(tmp_path / "o"), *extra]
     try:
         code = main(argv)

@@ -94,16 +94,16 @@ def test_dchi_sound_passes_and_under_noised_is_caught(space, mechanism):
 
 def test_cli_dp_audit(capsys, tmp_path):
     out = tmp_path / "audit.json"
-    code = main(["dp", "audit", "--mechanism", "laplace", "--calibration", "paper", "--epsilon", "1", "--draws", str(DRAWS),
+    code = main(["dp", "audit", "--dp-mechanism", "laplace", "--dp-calibration", "paper", "--dp-epsilon", "1", "--draws", str(DRAWS),
                  "--seed", "0", "--quiet", "--out", str(out)])
     err = capsys.readouterr().err
     rec = json.loads(out.read_text())
     assert code == 1 and "VIOLATION" in err and rec["kind"] == "dp-audit" and rec["violated"]
     assert rec["results"][0]["draws"] == DRAWS and rec["results"][0]["claimed_epsilon"] == 1
-    code = main(["dp", "audit", "--mechanism", "gaussian", "--epsilon", "1", "--draws", str(DRAWS), "--seed", "0", "--quiet"])
+    code = main(["dp", "audit", "--dp-mechanism", "gaussian", "--dp-epsilon", "1", "--draws", str(DRAWS), "--seed", "0", "--quiet"])
     assert code == 0 and "consistent with the claim" in capsys.readouterr().err
-    for bad, match in ([["--mechanism", "laplace"], "needs --epsilon"], [["--mechanism", "dchi-rep"], "needs --eta"],
-                       [["--epsilon", "-1"], "out of range"]):
+    for bad, match in ([["--dp-mechanism", "laplace"], "needs --dp-epsilon"], [["--dchi-mechanism", "rep"], "needs --eta"],
+                       [["--dp-epsilon", "-1"], "out of range"]):
         code = main(["dp", "audit", *bad, "--quiet", "--out", str(tmp_path / "bad.json")])
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and match in err[-1] and not (tmp_path / "bad.json").exists()
@@ -111,7 +111,7 @@ def test_cli_dp_audit(capsys, tmp_path):
 
 def test_cli_dchi_audit_on_a_model(capsys, tmp_path, tiny_model):
     out = tmp_path / "a.json"
-    assert main(["dp", "audit", "--mechanism", "dchi-rep", "--eta", "2", "--model", str(tiny_model), "--pairs", "1",
+    assert main(["dp", "audit", "--dchi-mechanism", "rep", "--eta", "2", "--model", str(tiny_model), "--pairs", "1",
                  "--draws", "4000", "--seed", "0", "--quiet", "--out", str(out)]) == 0
     r = json.loads(out.read_text())["results"][0]
     assert r["mechanism"] == "dchi-rep" and r["eps_lb"] <= r["claimed_epsilon"] and len(r["details"]["tokens"]) == 2

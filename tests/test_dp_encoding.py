@@ -146,20 +146,20 @@ from privnlu.cli.main import main  # noqa: E402
 
 def test_cli_dp_account_and_paper_label(capsys, tmp_path):
     out = tmp_path / "dp.json"
-    assert main(["dp", "account", "--epsilon", "4", "--k", "2", "--epochs", "3", "--out", str(out)]) == 0
+    assert main(["dp", "account", "--dp-epsilon", "4", "--k", "2", "--encodings-per-example", "3", "--out", str(out)]) == 0
     rec = json.loads(out.read_text())
     assert rec["kind"] == "dp" and rec["participations"] == 6 and rec["valid_dp_guarantee"] is True
     capsys.readouterr()
-    assert main(["dp", "account", "--epsilon", "4", "--calibration", "paper", "--dim", "4", "--k", "1"]) == 0
+    assert main(["dp", "account", "--dp-epsilon", "4", "--dp-calibration", "paper", "--dim", "4", "--k", "1"]) == 0
     cap = capsys.readouterr()
     assert "NOT a valid DP guarantee" in cap.err and json.loads(cap.out)["valid_dp_guarantee"] is False
 
 
 @pytest.mark.parametrize("extra,match", [  # checked by argparse (privnlu.cli.options ranges): one usage line
-    (["--epsilon", "0"], "--epsilon: '0' is out of range: number in (0, 1000]"),
-    (["--epsilon", "1", "--delta", "1"], "--delta: '1' is out of range: number in [1e-15, 1)"),
-    (["--epsilon", "1", "--delta", "0"], "--delta: '0' is out of range"),
-    (["--epsilon", "1", "--clip", "0"], "--clip: '0' is out of range"),
+    (["--dp-epsilon", "0"], "--dp-epsilon: '0' is out of range: number in (0, 1000]"),
+    (["--dp-epsilon", "1", "--dp-delta", "1"], "--dp-delta: '1' is out of range: number in [1e-15, 1)"),
+    (["--dp-epsilon", "1", "--dp-delta", "0"], "--dp-delta: '0' is out of range"),
+    (["--dp-epsilon", "1", "--dp-clip", "0"], "--dp-clip: '0' is out of range"),
 ])
 def test_cli_dp_bad_input(capsys, tmp_path, tiny_model, toy_glue, extra, match):  # noqa: F811
     for argv in (["dp", "account", *extra],
@@ -174,8 +174,8 @@ def test_cli_dp_bad_input(capsys, tmp_path, tiny_model, toy_glue, extra, match):
 def test_cli_dp_encode(capsys, tmp_path, tiny_model, toy_glue):  # noqa: F811
     out, key = tmp_path / "e.pt", tmp_path / "k.pt"
     assert main(["dp", "encode", "--task", "sst2", "--data-dir", str(toy_glue), "--model", str(tiny_model), "--cache-dir",
-                 str(tmp_path / "c"), "--out", str(out), "--key-out", str(key), "--epsilon", "8", "--k", "2",
-                 "--epochs", "2", "--batch-size", "16", "--quiet"]) == 0
+                 str(tmp_path / "c"), "--out", str(out), "--key-out", str(key), "--dp-epsilon", "8", "--k", "2",
+                 "--encodings-per-example", "2", "--batch-size", "16", "--quiet"]) == 0
     from privnlu.mechanisms.release import SharedPayload
 
     blob = SharedPayload.load(out)  # safetensors, whatever the file's name

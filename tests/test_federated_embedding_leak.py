@@ -135,7 +135,7 @@ def test_train_embeddings_is_joint_only_and_the_cli_warns_about_the_leak(tiny_mo
     assert (out / "wire.safetensors").exists() and not (out / "wire.pt").exists()
     # the auditor's CLI: token sets read off each captured message, scored against the replayed batch
     rep = tmp_path / "leak.json"
-    assert main(["gradient-attack", "--wire", str(out / "wire.safetensors"), "--truth", str(out), "--model",
+    assert main(["attack", "gradient", "--wire", str(out / "wire.safetensors"), "--truth", str(out), "--model",
                  str(tiny_model), "--iterations", "5", "--out", str(rep)]) == 0
     from privnlu.io import read_json
 
@@ -169,7 +169,7 @@ def test_capture_is_safetensors_and_pickles_are_refused(tiny_model, tmp_path, ca
     torch.save({"format": "privnlu-wire-v1", "sent": [], "received": []}, tmp_path / "old.pt")
     from privnlu.cli.main import main
 
-    assert main(["gradient-attack", "--wire", str(tmp_path / "old.pt")]) == 2
+    assert main(["attack", "gradient", "--wire", str(tmp_path / "old.pt")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pickle" in err[0] and "never unpickles" in err[0]
     import pickle

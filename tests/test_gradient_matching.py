@@ -189,5 +189,5 @@ def test_mixing_partners_are_other_data_points():
 def test_cli_sweep_refuses_bad_flags_before_work(tmp_path, capsys, extra, msg):
     from privnlu.cli.main import main
 
-    assert main(["gradient-attack", *extra, "--out", str(tmp_path / "gm.json")]) == 2
+    assert main(["attack", "gradient", *extra, "--out", str(tmp_path / "gm.json")]) == 2
     assert msg in capsys.readouterr().err and not (tmp_path / "gm.json").exists()

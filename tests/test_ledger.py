@@ -76,11 +76,11 @@ def test_cli_ledger_end_to_end(capsys, tmp_path, tiny_model, toy_glue):
             "--quiet", "--k", "2", "--batch-size", "16", "--ledger", str(ledger)]
     assert main(["dp", "account", "--ledger", str(ledger), "--budget-epsilon", "2.5"]) == 0
     out, key = tmp_path / "e1.safetensors", tmp_path / "k1.pt"
-    assert main(["dp", "encode", *base, "--epsilon", "2", "--out", str(out), "--key-out", str(key)]) == 0
+    assert main(["dp", "encode", *base, "--dp-epsilon", "2", "--out", str(out), "--key-out", str(key)]) == 0
     capsys.readouterr()
     out2, key2 = tmp_path / "e2.safetensors", tmp_path / "k2.pt"
     before = ledger.read_text()
-    code = main(["dp", "encode", *base, "--epsilon", "2", "--out", str(out2), "--key-out", str(key2)])
+    code = main(["dp", "encode", *base, "--dp-epsilon", "2", "--out", str(out2), "--key-out", str(key2)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and "refused" in err[-1] and "nothing was written" in err[-1] and len(err) == 1
     assert not out2.exists() and not key2.exists() and ledger.read_text() == before
@@ -101,7 +101,7 @@ def test_cli_privatize_records_eta(capsys, tmp_path, tiny_model):
     src.write_text("a good film\na bad film\n")
     ledger = tmp_path / "ledger.json"
     assert main(["dp", "account", "--ledger", str(ledger), "--budget-eta", "15"]) == 0
-    args = ["privatize", str(src), "--eta", "10", "--model", str(tiny_model), "--ledger", str(ledger)]
+    args = ["dchi", "privatize", str(src), "--eta", "10", "--model", str(tiny_model), "--ledger", str(ledger)]
     assert main([*args, "--out", str(tmp_path / "o.txt")]) == 0
     rel = json.loads(ledger.read_text())["releases"]
     assert len(rel) == 1 and rel[0]["eta"] == 10 and rel[0]["mechanism"] == "dchi-text" and rel[0]["n_examples"] == 2

@@ -27,7 +27,7 @@ def test_own_data_encode_and_attacks(capsys, tmp_path, tiny_model, own_files):
     files = ["--train-file", str(train), "--dev-file", str(dev)]
     common = ["--model", str(tiny_model), "--cache-dir", str(tmp_path / "c"), "--quiet"]
     enc, key = tmp_path / "enc.safetensors", tmp_path / "key.pt"
-    assert main(["encode", "--task", "mine", *files, *common, "--scheme", "texthide", "--m", "4", "--k", "2", "--epochs", "4",
+    assert main(["encode", "--task", "mine", *files, *common, "--scheme", "texthide", "--m", "4", "--k", "2", "--encodings-per-example", "4",
                  "--batch-size", "60", "--seed", "0", "--out", str(enc), "--key-out", str(key)]) == 0
     payload, rec = SharedPayload.load(enc), KeyRecord.load(key)
     # no path of the owner's machine, but the model's name and weight fingerprint

@@ -118,5 +118,5 @@ def test_cli_reproduce_quick_and_bad_input(tmp_path, tiny_model, capsys):
     assert len(recs) == 3 and all(r["scale"] == "quick" and len(r["dev_curve"]) == 1 for r in recs)
     assert max(r.get("n_public") or 0 for r in recs) == 60  # the quick scale's minimum (2,500), capped at the corpus
     capsys.readouterr()
-    assert main(["reproduce", "xie2022-figure1", "--epsilons", "1,x", *common]) == 2
+    assert main(["reproduce", "xie2022-figure1", "--dp-epsilons", "1,x", *common]) == 2
     assert "comma-separated numbers" in capsys.readouterr().err

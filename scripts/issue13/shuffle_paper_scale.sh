@@ -6,6 +6,6 @@ mkdir -p /tmp/i13_runs
 export OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 PRIVNLU_DATA=${PRIVNLU_DATA:-../shared/data/glue}
 for d in "${1:-/tmp/i13_base}" "${2:-$PWD}"; do
   name=$(basename $d)
-  PYTHONPATH=$d/src nice -n 10 .venv/bin/python -m privnlu.cli.main attack reconstruct --task cola --queries 100 --epochs 50 \
+  PYTHONPATH=$d/src nice -n 10 .venv/bin/python -m privnlu.cli.main attack reconstruct --task cola --queries 100 --encodings-per-example 50 \
      --conditions 1:2,1:4 --seed 0 --quiet --no-sbert --out /tmp/i13_runs/rec_$name.json > /tmp/i13_runs/rec_$name.log 2>&1
 done

@@ -16,7 +16,7 @@ res = []
 for seed in range(5):
     out = tmp / f"r{seed}.json"
     main(["attack", "reconstruct", "--task", "sst2", "--data-dir", str(glue), "--model", str(model), "--cache-dir", str(tmp / "c"),
-          "--quiet", "--seed", str(seed), "--queries", "12", "--epochs", "4", "--aux-size", "40", "--pairs", "2000", "--sim-releases", "1",
+          "--quiet", "--seed", str(seed), "--queries", "12", "--encodings-per-example", "4", "--aux-size", "40", "--pairs", "2000", "--sim-releases", "1",
           "--conditions", "0:1", "--out", str(out)])
     res.append(json.loads(out.read_text())["conditions"]["m0-k1"]["methods"]["nmf"]["success"])
 print(sys.argv[1], res)

@@ -1,7 +1,7 @@
 """A data owner's privacy ledger: every release of a dataset, composed per example, against an owner-set budget.
 
 The ledger is a JSON file the owner keeps beside the key (mode 0600, written
-atomically). ``privnlu encode``, ``privnlu dp encode`` and ``privnlu privatize``
+atomically). ``privnlu encode``, ``privnlu dp encode`` and ``privnlu dchi privatize``
 take ``--ledger FILE``: before any work the release is checked against the
 budget (refused with one line, nothing written, if it would exceed it), and once
 its files are written it is recorded with
@@ -57,7 +57,7 @@ def dataset_hashes(ds) -> list[str]:
 
 
 def lines_hashes(path: str | Path) -> list[str]:
-    """Per-line hashes of a text file (one example per line, no label), as ``privnlu privatize`` reads it."""
+    """Per-line hashes of a text file (one example per line, no label), as ``privnlu dchi privatize`` reads it."""
     with open(path, encoding="utf-8") as fh:
         return [example_hash(line.rstrip("\n"), None, None) for line in fh]
 
@@ -98,7 +98,7 @@ def dp_release(command: str, dataset_name: str, calibration, output: str) -> Rel
 
 
 def dchi_release(command: str, dataset_name: str, mechanism: str, eta: float, model: str, output: str) -> Release:
-    """A d_chi release (``privnlu privatize``) at ``eta``: metric DP over the model's embedding space."""
+    """A d_chi release (``privnlu dchi privatize``) at ``eta``: metric DP over the model's embedding space."""
     metric = ("d(x, x') = ||h(x) - h(x')||_2 between sentence representations" if mechanism == "sequence" else
               "d(x, x') = sum over positions of ||phi(x_i) - phi(x'_i)||_2 between token embeddings (same length)")
     return Release(command, dataset_name, "dchi", f"dchi-{mechanism}", eta=eta, output=output,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ..choices import AUDIT_SCHEMES, DP_POINT, TEXTHIDE_POINT  # noqa: F401 (re-exported)
 from ..errors import PrivnluError, require
 from ..mechanisms.dp import check_dp_settings
 from ..mechanisms.texthide import m_label, parse_m
 
-SCHEMES = ("none", "texthide-intra", "texthide-inter", "dp-ie", "dchi-text", "dchi-token", "dchi-sequence")
+SCHEMES = AUDIT_SCHEMES
 TITLES = {
     "none": "no privacy",
     "texthide-intra": "TextHide-intra",
@@ -28,8 +29,6 @@ ATTACKS = {
     "dchi-token": "nearest-token inversion, then search",
     "dchi-sequence": "similarity search on the noisy representation",
 }
-TEXTHIDE_POINT = (256, 4)  # Huang et al. 2020: the paper's recommended (m, k)
-DP_POINT = (16, 4)  # Xie & Hong 2022 add DP noise to TextHide (16, 4)
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ class AuditSettings:
         for name in ("n_private", "distractors", "attack_epochs", "aux_size", "public_size", "epochs", "calibration_tokens", "max_length"):
             require(getattr(self, name) >= 1, f"{name.replace('_', ' ')} must be >= 1")
         require(self.n_private >= 4, "the audit needs at least 4 private sentences (k = 4 mixes them)")
-        require(self.attack_epochs >= 2, "the reconstruction attack needs at least 2 encodings per sentence (--attack-epochs 2)")
+        require(self.attack_epochs >= 2, "the reconstruction attack needs at least 2 encodings per sentence (--encodings-per-example 2)")
         for t in self.dchi_targets:
             require(0 < t < 1, f"every d_chi target accuracy must be in (0, 1), not {t}")
         for e in self.dp_epsilons:
@@ -105,7 +104,7 @@ class AuditSettings:
             require(k >= 2, f"TextHide points need k >= 2 (inter mixes floor(k/2) public rows), not {k}")
         if self.mode == "joint" and any(s.startswith("dchi") for s in self.schemes):
             raise PrivnluError("d_chi schemes are audited in frozen mode only; for joint fine-tuning under d_chi use "
-                               "'privnlu dchi-finetune', or pass --schemes without the dchi-* ones")
+                               "'privnlu dchi finetune', or pass --schemes without the dchi-* ones")
 
     def key(self, point: "GridPoint | None" = None) -> dict:
         """The settings a finished point must share to be reused: everything every point depends on (not paths,

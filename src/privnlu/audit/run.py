@@ -194,7 +194,7 @@ def _search_examples(ctx: Context, guesses: list[int], released: list[str]) -> l
 # -- eta for d_chi -----------------------------------------------------------------
 
 def calibrated_eta(ctx: Context, target: float) -> dict:
-    """``calibrate-eta`` on the first ``calibration_tokens`` training tokens for ``target`` inversion accuracy (cached under OUT)."""
+    """``dchi calibrate`` on the first ``calibration_tokens`` training tokens for ``target`` inversion accuracy (cached under OUT)."""
     s = ctx.settings
     key = {"task": s.task, "model": s.model, "target": target, "tokens": s.calibration_tokens, "seed": s.seed}
     path = ctx.out / "calibration" / f"eta-t{target:g}.json"

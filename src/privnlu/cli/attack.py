@@ -1,4 +1,5 @@
-"""``privnlu attack <name>``: run an attack on instance encodings and write a results JSON (kind "attack").
+"""``privnlu attack search|invert|reconstruct``: run an attack on instance encodings and write a results JSON
+(kind "attack"). (``privnlu attack gradient`` lives in :mod:`.gradient_attack`.)
 
 Each attack plays the defender (encodes a task's examples under the chosen
 conditions), gives the attacker only what its threat model grants, and scores
@@ -10,24 +11,13 @@ from __future__ import annotations
 import argparse
 import time
 
-import torch
-
-from .. import __version__
 from ..errors import PrivnluError, require
-from ..io import write_json_atomic
-from ..rng import SecretGenerator
 from .attack_payload import add_user_file_args, register_attack_files
 from .common import positive_int, say, warn_seed
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("attack", help="attack instance encodings (similarity search, inversion, reconstruction)",
-                       description="Audit an encoding scheme with an attack whose threat model is stated in the output.")
-    from .main import OneLineParser  # one-line usage errors for the nested parsers too
-
-    asub = p.add_subparsers(dest="attack", metavar="ATTACK", parser_class=OneLineParser)
-    asub.required = True
-
+def register(asub: argparse._SubParsersAction) -> None:
+    """``attack search``, ``attack invert`` and ``attack reconstruct`` (``asub``: the ``attack`` group's subcommands)."""
     s = asub.add_parser("search", help="FAISS similarity search with privatized representations (TextHide section 4.4)")
     _common(s, queries=1000, conditions="baseline,mix-only,texthide,random")
     _payload_arg(s)
@@ -44,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     r = asub.add_parser("reconstruct", help="recover the private representations from a release (Xie & Hong 2021)")
     _common(r, queries=100, conditions="1:1,1:2,1:4,1:6")
-    r.add_argument("--epochs", type=positive_int, default=50, help="encodings per private example (default: 50)")
+    r.add_argument("--encodings-per-example", type=positive_int, default=50,
+                   help="encodings of each private example in the attacked release (default: 50)")
     r.add_argument("--aux-size", type=positive_int, default=2000,
                    help="attacker's same-distribution examples, disjoint from the private ones (default: 2000)")
     r.add_argument("--methods", default="paper-greedy,threshold,clique,nmf",
@@ -63,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--dp-epsilon", type=float, help="target epsilon per example for the whole release (with --dp-mechanism)")
     r.add_argument("--dp-delta", type=float, default=1e-5)
     r.add_argument("--dp-clip", type=float, default=1.0, help="clipping bound C (default: 1)")
-    r.add_argument("--dp-calibration", "--calibration", dest="calibration", default="correct", choices=["correct", "paper"],
+    r.add_argument("--dp-calibration", default="correct", choices=["correct", "paper"],
                    help="DP calibration; 'paper' is NOT a valid DP guarantee")
     _payload_arg(r)
     r.set_defaults(func=run_reconstruct)
@@ -83,7 +74,7 @@ def _common(p: argparse.ArgumentParser, *, queries: int, conditions: str) -> Non
     p.add_argument("--sbert-model", help="model for the SBERT metric (default: packaged all-MiniLM-L6-v2, mean pooling)")
     p.add_argument("--no-sbert", action="store_true", help="skip the SBERT cosine metric")
     p.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes every secret reproducible")
-    p.add_argument("--out", required=True, help="results JSON file")
+    p.add_argument("--out", required=True, help="results JSON")
     p.add_argument("--quiet", action="store_true")
 
 
@@ -126,25 +117,34 @@ def _embed(args: argparse.Namespace):
     return sbert_embedder(args.sbert_model)
 
 
-def _query_idx(n: int, queries: int, seed: int | None) -> torch.Tensor:
+def _query_idx(n: int, queries: int, seed: int | None):
+    import torch
+
     require(queries <= n, f"--queries {queries} is more than the {n} examples available")
     g = torch.Generator().manual_seed(seed if seed is not None else 0)  # which examples to audit; not a secret
     return torch.randperm(n, generator=g)[:queries].sort().values
 
 
 def _record(args, attack: str, threat, prep, results: dict, t0: float, **extra) -> dict:
+    from .. import __version__
+
     return {"kind": "attack", "attack": attack, "privnlu": __version__, "task": prep.task.name,
             "threat_model": threat.to_json(), "encoder": prep.encoder.name, "pooling": prep.encoder.pooling,
             "n_queries": args.queries, "conditions": results, "experiment_seed": args.seed,
             "seconds": round(time.time() - t0, 2), **extra}
 
 
-def _rng(args) -> SecretGenerator:
+def _rng(args):
+    from ..rng import SecretGenerator
+
     return SecretGenerator(args.seed, warn=False)
 
 
 def run_search(args: argparse.Namespace) -> int:
+    import torch
+
     from ..attacks.audit import search_audit
+    from ..io import write_json_atomic
     from ..attacks.threat import SEARCH_THREAT, Corpus
 
     if args.payload:
@@ -169,9 +169,12 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def run_invert(args: argparse.Namespace) -> int:
+    import torch
+
     from ..attacks.audit import inversion_audit
     from ..attacks.inversion import InversionConfig
     from ..attacks.threat import INVERSION_THREAT, Corpus
+    from ..io import write_json_atomic
     from .common import int_list
 
     _need_task(args)
@@ -200,8 +203,9 @@ def run_invert(args: argparse.Namespace) -> int:
 
 def run_reconstruct(args: argparse.Namespace) -> int:
     from ..experiments.xie2021 import reconstruction_record, reconstruction_sweep
+    from ..io import write_json_atomic
 
-    methods, config = reconstruction_settings(args, args.epochs)
+    methods, config = reconstruction_settings(args, args.encodings_per_example)
     if args.payload:
         from .attack_payload import reconstruct_payload
 
@@ -211,18 +215,18 @@ def run_reconstruct(args: argparse.Namespace) -> int:
     t0 = time.time()
     conds = _conditions(args.conditions)
     require(not any(c.random for c in conds), "reconstruct takes M:K conditions (or baseline, mix-only, texthide), not random")
-    require(args.epochs >= 2, "too few encodings to cluster: use --epochs 2 or more")
+    require(args.encodings_per_example >= 2, "too few encodings to cluster: use --encodings-per-example 2 or more")
     dp = None
     if args.dp_mechanism is not None:
         from ..mechanisms.dp import DPSettings
 
         require(args.dp_epsilon is not None, "--dp-mechanism needs --dp-epsilon")
         dp = DPSettings(mechanism=args.dp_mechanism, epsilon=args.dp_epsilon, delta=args.dp_delta, clip=args.dp_clip,
-                        calibration=args.calibration)
+                        calibration=args.dp_calibration)
     _, prep = _prepare(args)
-    results = reconstruction_sweep(prep, conds, queries=args.queries, epochs=args.epochs, aux_size=args.aux_size,
-                                   methods=methods, config=config, dp=dp, seed=args.seed, distractors=args.distractors, log=say)
-    rec = reconstruction_record(prep, results, queries=args.queries, epochs=args.epochs, aux_size=args.aux_size,
+    results = reconstruction_sweep(prep, conds, queries=args.queries, epochs=args.encodings_per_example,
+                                   aux_size=args.aux_size, methods=methods, config=config, dp=dp, seed=args.seed, distractors=args.distractors, log=say)
+    rec = reconstruction_record(prep, results, queries=args.queries, epochs=args.encodings_per_example, aux_size=args.aux_size,
                                 config=config, seed=args.seed, t0=t0)
     write_json_atomic(args.out, rec)
     say(f"wrote {args.out}")

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import TYPE_CHECKING
 
-import torch
-
+from ..choices import parse_m
 from ..errors import PrivnluError, require
-from ..io import write_json_atomic
-from ..mechanisms.release import SharedPayload
-from ..mechanisms.texthide import parse_m
 from .common import say, warn_seed
+
+if TYPE_CHECKING:
+    from ..mechanisms.release import SharedPayload
 
 #: how many per-item answers the JSON lists (the summary covers all of them)
 MAX_LISTED = 1000
@@ -51,6 +51,10 @@ def load_shared(path: str) -> SharedPayload:
     """Load and check a shared encoding file (safetensors). A pickle (a key file, or an old ``.pt`` payload) is
     refused with one line and never unpickled."""
     from pathlib import Path
+
+    import torch
+
+    from ..mechanisms.release import SharedPayload
 
     require(Path(path).is_file(), f"--payload {path}: no such file")
     try:
@@ -98,6 +102,7 @@ def search_payload(args: argparse.Namespace) -> int:
     """Nearest candidate sentence (cosine, FAISS) for every encoding in the file."""
     from ..attacks.search import SimilaritySearch
     from ..attacks.threat import SEARCH_THREAT, AttackerView, Corpus
+    from ..io import write_json_atomic
 
     warn_seed(args)
     t0 = time.time()
@@ -118,8 +123,11 @@ def search_payload(args: argparse.Namespace) -> int:
 
 def reconstruct_payload(args: argparse.Namespace, methods: tuple[str, ...]) -> int:
     """The Xie & Hong 2021 attack on the file: one recovered vector and nearest sentence per original."""
+    import torch
+
     from ..attacks.reconstruction import ReconstructionAttack
     from ..attacks.threat import RECONSTRUCTION_THREAT, AttackerView, Corpus
+    from ..io import write_json_atomic
     from .attack import reconstruction_settings
 
     warn_seed(args)
@@ -131,7 +139,7 @@ def reconstruct_payload(args: argparse.Namespace, methods: tuple[str, ...]) -> i
     epochs, k = int(meta["epochs"]), int(meta["k"])
     parse_m(meta["m"])
     require(not meta.get("inter", False), "--payload: the reconstruction attack models TextHide-intra; this file is TextHide-inter")
-    require(epochs >= 2, f"too few encodings to cluster: the file encodes each example {epochs} time(s); the attack needs 2 or more")
+    require(epochs >= 2, f"too few encodings to cluster: the file encodes each example {epochs} time(s); the attack needs 2 or more (privnlu encode --encodings-per-example 2)")
     methods, config = reconstruction_settings(args, epochs)
     prep = _task_and_prep(args, payload)
     g = torch.Generator().manual_seed(args.seed if args.seed is not None else 0)  # which examples; not a secret

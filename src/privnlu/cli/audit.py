@@ -5,11 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..audit import SCHEMES, AuditSettings, run_audit
-from ..audit.grid import DP_POINT, TEXTHIDE_POINT
-from ..mechanisms.dp import MECHANISMS
+from typing import TYPE_CHECKING
+
+from ..choices import AUDIT_SCHEMES as SCHEMES
+from ..choices import DP_MECHANISMS as MECHANISMS
+from ..choices import DP_POINT, TEXTHIDE_POINT
 from .common import add_data_args, positive_int, register_user_files, say, warn_seed
 from .dchi import eta_list
+
+if TYPE_CHECKING:
+    from ..audit import AuditSettings
 
 
 def scheme_list(text: str) -> tuple[str, ...]:
@@ -45,7 +50,8 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
     a = p.add_argument_group("attacker")
     a.add_argument("--private", type=positive_int, default=100, help="private training sentences attacked (default: 100)")
     a.add_argument("--distractors", type=positive_int, default=5000, help="other candidate sentences (default: 5000)")
-    a.add_argument("--attack-epochs", type=positive_int, default=50, help="reconstruction: encodings per private sentence (default: 50)")
+    a.add_argument("--encodings-per-example", type=positive_int, default=50,
+                   help="reconstruction: encodings of each private sentence in the attacked release (default: 50)")
     a.add_argument("--aux-size", type=positive_int, default=2000, help="reconstruction: attacker's same-distribution examples (default: 2000)")
     a.add_argument("--public-size", type=positive_int, default=5000, help="public Wikipedia sentences (TextHide-inter, distractors; default: 5000)")
     t = p.add_argument_group("training and output")
@@ -76,17 +82,21 @@ def settings_from_args(args: argparse.Namespace) -> AuditSettings:
         from ..errors import PrivnluError
 
         raise PrivnluError("the audit needs a classification task (the reconstruction attack uses class labels)")
+    from ..audit import AuditSettings
+
     register_user_files(args)
     return AuditSettings(
         task=args.task, model=args.model, mode=args.mode, train_limit=args.train_limit, dev_limit=args.dev_limit,
         max_length=args.max_length, epochs=args.epochs, seed=args.seed, n_private=args.private, distractors=args.distractors,
-        attack_epochs=args.attack_epochs, aux_size=args.aux_size, public_size=args.public_size, texthide=args.texthide,
+        attack_epochs=args.encodings_per_example, aux_size=args.aux_size, public_size=args.public_size, texthide=args.texthide,
         dp_point=args.dp_point[0], dp_epsilons=args.dp_epsilons, dp_mechanism=args.dp_mechanism, dp_delta=args.dp_delta,
         dp_clip=args.dp_clip, dchi_targets=args.dchi_targets, calibration_tokens=args.calibration_tokens,
         schemes=args.schemes, data_dir=args.data_dir, cache_dir=args.cache_dir)
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..audit import run_audit
+
     warn_seed(args)
     settings = settings_from_args(args)
     out = Path(args.out)

@@ -1,16 +1,22 @@
-"""Arguments and helpers shared by several subcommands."""
+"""Arguments and helpers shared by several subcommands.
+
+Building a parser must not import torch (``privnlu X --help`` answers in well under a second): this module, and
+every command module at import time, imports only :mod:`privnlu.errors`, :mod:`privnlu.choices` and the standard
+library; the pipeline, models and mechanisms are imported inside the functions that run a command.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
+from ..choices import EVAL_MASKS, parse_m
 from ..errors import PrivnluError
-from ..experiments.pipeline import RunSpec
-from ..mechanisms.texthide import parse_m
-from ..rng import SEED_WARNING
-from ..training import TrainConfig
-from ..training.trainer import EVAL_MASKS
+
+if TYPE_CHECKING:
+    from ..experiments.pipeline import RunSpec
+    from ..training import TrainConfig
 
 
 def positive_int(text: str) -> int:
@@ -135,6 +141,8 @@ def add_train_args(p: argparse.ArgumentParser, *, epochs: int = 20, lr: float = 
 
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
+    from ..training import TrainConfig
+
     return TrainConfig(
         epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, weight_decay=args.weight_decay,
         hidden=tuple(args.hidden) if args.hidden else None, eval_mask=args.eval_mask,
@@ -155,6 +163,8 @@ def register_user_files(args: argparse.Namespace) -> None:
 
 
 def run_spec(args: argparse.Namespace, **override) -> RunSpec:
+    from ..experiments.pipeline import RunSpec
+
     register_user_files(args)
     scheme = override.pop("scheme", getattr(args, "scheme", "none"))
     m = override.pop("m", getattr(args, "m", None))
@@ -182,6 +192,8 @@ def run_spec(args: argparse.Namespace, **override) -> RunSpec:
 
 def warn_seed(args: argparse.Namespace) -> None:
     if getattr(args, "seed", None) is not None:
+        from ..rng import SEED_WARNING
+
         sys.stderr.write(f"WARNING: {SEED_WARNING}\n")
 
 

@@ -1,4 +1,4 @@
-"""``privnlu calibrate-eta`` and ``privnlu dchi-analyze``: choose eta for d_chi-privacy (Qu et al. 2021, section 5)."""
+"""``privnlu dchi calibrate`` and ``privnlu dchi analyze``: choose eta for d_chi-privacy (Qu et al. 2021, section 5)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import PrivnluError, require_choice
-from ..experiments import qu2021
-from ..io import write_json_atomic
-from ..mechanisms.dchi import load_token_space
-from ..rng import SecretGenerator
+from ..paper_values.qu2021 import ETAS as PAPER_ETAS
 from .common import positive_int, say, warn_seed
 
 ANALYSES = ("geometry", "examples", "deniability", "inversion")
@@ -32,7 +29,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("calibrate-eta", help="find eta for a target token-inversion accuracy on this model",
+    """``dchi calibrate`` and ``dchi analyze`` (``sub``: the ``dchi`` group's subcommands)."""
+    p = sub.add_parser("calibrate", help="find eta for a target token-inversion accuracy on this model",
                        description="Bisect eta so that the nearest-neighbour inversion attack on M_rep recovers the "
                                    "target fraction of tokens: tokens of a task split, or a uniform vocabulary sample "
                                    "(then the target is a bound on the mean N_w / draws).")
@@ -45,11 +43,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(p)
     p.set_defaults(func=run_calibrate)
 
-    a = sub.add_parser("dchi-analyze", help="d_chi analyses: geometry, examples, plausible deniability, inversion",
+    a = sub.add_parser("analyze", help="d_chi analyses: geometry, examples, plausible deniability, inversion",
                        description="Run one analysis of Qu et al. 2021 section 5 and write a results JSON (kind 'dchi').")
     a.add_argument("analysis", help=f"one of {', '.join(ANALYSES)}")
     a.add_argument("--out", required=True, help="results JSON")
-    a.add_argument("--etas", type=eta_list, default=qu2021.PAPER_ETAS, help="comma-separated eta values (default: 50,...,175)")
+    a.add_argument("--etas", type=eta_list, default=PAPER_ETAS, help="comma-separated eta values (default: 50,...,175)")
     a.add_argument("--eta", type=float, default=100.0, help="deniability / top outputs: eta (default: 100)")
     a.add_argument("--task", default="sst2", help="inversion: task whose dev tokens are attacked (default: sst2)")
     a.add_argument("--max-tokens", type=positive_int, help="inversion: use only the first N tokens")
@@ -59,7 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.set_defaults(func=run_analyze)
 
 
-def _rng(args: argparse.Namespace) -> SecretGenerator:
+def _rng(args: argparse.Namespace):
+    from ..rng import SecretGenerator
+
     warn_seed(args)
     return SecretGenerator(args.seed, warn=False)
 
@@ -69,6 +69,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
         raise PrivnluError(f"--target must be in (0, 1), not {args.target}")
     if len(args.eta_range) != 2 or not args.eta_range[0] < args.eta_range[1]:
         raise PrivnluError("--eta-range must be two increasing positive numbers, e.g. 1,100000")
+    from ..experiments import qu2021
+    from ..io import write_json_atomic
+    from ..mechanisms.dchi import load_token_space
+
     rng = _rng(args)
     space, tok = load_token_space(args.model)
     if args.tokens == "vocab":
@@ -85,6 +89,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
+    from ..experiments import qu2021
+    from ..io import write_json_atomic
+    from ..mechanisms.dchi import load_token_space
+
     require_choice("analysis", args.analysis, ANALYSES)
     qu2021.check_etas((args.eta,))
     rng = _rng(args)

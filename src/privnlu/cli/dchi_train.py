@@ -1,4 +1,4 @@
-"""``privnlu dchi-finetune`` and ``privnlu dchi-pretrain``: training under d_chi-privacy (Qu et al. 2021, 3.3-3.4)."""
+"""``privnlu dchi finetune`` and ``privnlu dchi pretrain``: training under d_chi-privacy (Qu et al. 2021, 3.3-3.4)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,15 @@ import argparse
 import json
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
+from ..choices import FINETUNE_ENCODERS, FINETUNE_MODES, MLM_OBJECTIVES
 from ..errors import PrivnluError
-from ..io import json_text, write_json_atomic
-from ..rng import SecretGenerator
-from ..training import mlm, private_finetune as pf
 from .common import add_bf16_arg, positive_int, say, warn_seed
 from .dchi import eta_list
+
+if TYPE_CHECKING:
+    from ..training import private_finetune as pf
 
 
 def name_list(choices: tuple[str, ...]):
@@ -25,19 +28,20 @@ def name_list(choices: tuple[str, ...]):
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    f = sub.add_parser("dchi-finetune", help="privacy-constrained fine-tuning: null / sequence / token / text modes",
+    """``dchi finetune`` and ``dchi pretrain`` (``sub``: the ``dchi`` group's subcommands)."""
+    f = sub.add_parser("finetune", help="privacy-constrained fine-tuning: null / sequence / token / text modes",
                        description="The user privatizes train and dev examples once (d_chi, eta); the provider "
                                    "fine-tunes on privatized input only, never updating the user-side parts. "
                                    "Writes one results JSON per (encoder, mode, eta) into --out; runs whose JSON "
                                    "already exists are skipped, and an interrupted run continues from its last "
                                    "epoch on the same privatized data (kept in --out until its runs finish).")
     f.add_argument("--task", required=True, help="e.g. sst2, mrpc")
-    f.add_argument("--modes", type=name_list(pf.MODES), default=list(pf.MODES), help="comma list (default: all four)")
-    f.add_argument("--encoders", type=name_list(pf.ENCODERS), default=["transformer"],
+    f.add_argument("--modes", type=name_list(FINETUNE_MODES), default=list(FINETUNE_MODES), help="comma list (default: all four)")
+    f.add_argument("--encoders", type=name_list(FINETUNE_ENCODERS), default=["transformer"],
                    help="transformer and/or bilstm (default: transformer)")
     f.add_argument("--etas", type=eta_list, default=(65.6,), help="eta values for the private modes (default: 65.6)")
     f.add_argument("--out", required=True, help="results folder")
-    f.add_argument("--model", help="a local Hugging Face model folder, e.g. a dchi-pretrain ENCODER dir (default: MiniLM)")
+    f.add_argument("--model", help="a local Hugging Face model folder, e.g. a `dchi pretrain` OUT/encoder folder (default: MiniLM)")
     f.add_argument("--tag", default="", help="label added to the results file names and records (e.g. the checkpoint)")
     f.add_argument("--data-dir", help="GLUE data folder (default: ../shared/data/glue)")
     f.add_argument("--train-limit", type=positive_int, help="use the first N training examples")
@@ -60,16 +64,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_bf16_arg(f)
     f.set_defaults(func=run_finetune)
 
-    p = sub.add_parser("dchi-pretrain", help="privacy-adaptive MLM pretraining (vanilla / probability / denoising)",
+    p = sub.add_parser("pretrain", help="privacy-adaptive MLM pretraining (vanilla / probability / denoising)",
                        description="Warm up an MLM head tied to the input embeddings on clean text, then continue "
                                    "MLM on a public corpus privatized on the fly at --eta, with the user-side "
                                    "embedding table frozen. Checkpoints every --checkpoint-every steps; --resume "
-                                   "continues. Writes OUT/encoder (a model folder for dchi-finetune --model), "
+                                   "continues. Writes OUT/encoder (a model folder for `dchi finetune --model`), "
                                    "OUT/mlm_head.pt and OUT/pretrain.json.")
-    p.add_argument("--objective", required=True, help=f"one of {', '.join(mlm.OBJECTIVES)}")
+    p.add_argument("--objective", required=True, help=f"one of {', '.join(MLM_OBJECTIVES)}")
     p.add_argument("--eta", type=float, required=True, help="the fine-tuning eta")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--mechanism", default="text", help="privatized input: text (M_txt, default) or rep (M_rep)")
+    p.add_argument("--dchi-mechanism", default="text", choices=["text", "rep"],
+                   help="d_chi release form of the privatized input: text (M_txt, default) or rep (M_rep)")
     p.add_argument("--steps", type=int, default=200, help="privatized adaptation steps (default: 200)")
     p.add_argument("--warmup-steps", type=int, default=100, help="clean head warm-up steps (default: 100)")
     p.add_argument("--init-head", help="a warmed-up head (OUT/mlm_head_warm.pt of an earlier run): skip the warm-up")
@@ -94,6 +99,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_finetune(args: argparse.Namespace) -> int:
     from ..experiments import qu2021
+    from ..io import write_json_atomic
+    from ..rng import SecretGenerator
+    from ..training import private_finetune as pf
 
     if args.lr is None:
         args.lr = qu2021.paper_lr(args.task)
@@ -154,7 +162,7 @@ def _settings(args: argparse.Namespace, c: pf.FinetuneConfig) -> dict:
 
 def _finished(path: Path, settings: dict, *, force: bool) -> bool:
     """True if ``path`` holds this run's result; refuses (one line) a result computed with other settings."""
-    from ..io import read_json
+    from ..io import json_text, read_json
 
     if force or not path.exists():
         return False
@@ -180,8 +188,10 @@ def _file_name(task: str, tag: str, c: pf.FinetuneConfig) -> str:
 
 
 def run_pretrain(args: argparse.Namespace) -> int:
+    from ..training import mlm
+
     config = mlm.PretrainConfig(
-        objective=args.objective, eta=args.eta, mechanism=args.mechanism, steps=args.steps,
+        objective=args.objective, eta=args.eta, mechanism=args.dchi_mechanism, steps=args.steps,
         warmup_steps=args.warmup_steps, batch_size=args.batch_size, max_length=args.max_length, lr=args.lr,
         head_lr=args.head_lr, mask_prob=args.mask_prob, draws=args.draws, checkpoint_every=args.checkpoint_every,
         eval_size=args.eval_size, corpus=args.corpus, corpus_limit=args.corpus_limit, seed=args.seed)

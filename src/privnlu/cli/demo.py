@@ -6,7 +6,6 @@ import argparse
 import time
 from pathlib import Path
 
-from ..experiments.demo import run_demo
 from .common import add_recipe_args, say, warn_seed
 
 
@@ -24,6 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..experiments.demo import run_demo
+
     warn_seed(args)
     t0 = time.time()
     page = run_demo(Path(args.out), task=args.task, model=args.model, epochs=args.epochs, train_limit=args.train_limit,

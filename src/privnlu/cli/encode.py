@@ -6,13 +6,7 @@ import argparse
 from dataclasses import replace
 
 from ..errors import PrivnluError
-from ..experiments.pipeline import make_hider, prepare, split_release
-from ..io import SECRET_MODE, atomic_paths
-from ..mechanisms.release import hide_dataset
-from ..mechanisms.texthide import m_label
-from ..rng import SecretGenerator
-from .common import (add_data_args, add_model_args, add_texthide_args, positive_int, run_spec, say,
-                     warn_seed)
+from .common import add_data_args, add_model_args, add_texthide_args, positive_int, run_spec, say, warn_seed
 
 # the training settings a release never uses, fixed so that the shared pipeline's RunSpec can be built
 RELEASE_DEFAULTS = dict(scheme="texthide", mode="frozen", lr=1.0, encoder_lr=2e-5, weight_decay=0.0, hidden=None,
@@ -27,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_args(p)
     add_texthide_args(p)
     p.add_argument("--split", default="train", help="which split to encode (default: train)")
-    p.add_argument("--epochs", type=positive_int, default=1, help="encode every example this many times, fresh keys each time")
+    p.add_argument("--encodings-per-example", type=positive_int, default=1,
+                   help="encode every example this many times, fresh keys each time (default: 1)")
     p.add_argument("--batch-size", type=positive_int, default=64)
     p.add_argument("--seed", type=int, help="EXPERIMENTS ONLY: makes every secret reproducible")
     p.add_argument("--out", required=True,
@@ -72,11 +67,16 @@ def check_split(task_name: str, split: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..experiments.pipeline import load_splits
+    from ..experiments.pipeline import load_splits, make_hider, prepare, split_release
+    from ..io import SECRET_MODE, atomic_paths
+    from ..mechanisms.release import hide_dataset
+    from ..mechanisms.texthide import m_label
     from ..models import load_encoder
+    from ..rng import SecretGenerator
 
     warn_seed(args)
-    spec = run_spec(args)
+    # a release's "epochs" are its encodings of each example: the DP calibration accounts every one of them
+    spec = run_spec(argparse.Namespace(**{**vars(args), "epochs": args.encodings_per_example}))
     if spec.scheme == "none":
         spec = replace(spec, scheme="texthide")  # the (0, 1) identity release
     check_split(spec.task, args.split)
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "ledger", None):  # refuse an over-budget release before any work
         from .. import ledger as L
 
-        cal = spec.dp.calibrate(dim=enc.dim, k=spec.k, epochs=args.epochs, inter=spec.inter) if spec.dp is not None else None
+        cal = spec.dp.calibrate(dim=enc.dim, k=spec.k, epochs=args.encodings_per_example, inter=spec.inter) if spec.dp is not None else None
         _, train, evals = load_splits(spec)
         ds = train if args.split == "train" else evals[args.split]
         ledger, hashes = L.Ledger.open(args.ledger), L.dataset_hashes(ds)
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     assert hider is not None
     cal = getattr(hider, "calibration", None)
     dp = {"dp": cal.to_json()} if cal else {}
-    payload, key = hide_dataset(hider, x, y, epochs=args.epochs, batch_size=args.batch_size,
+    payload, key = hide_dataset(hider, x, y, epochs=args.encodings_per_example, batch_size=args.batch_size,
                                 meta={"task": prep.task.name, "split": args.split, "label_names": list(prep.task.label_names),
                                       "encoder": public_model_name(prep.encoder), "encoder_fingerprint": prep.encoder.fingerprint,
                                       "pooling": spec.pooling, "data": "own files" if args.train_file else "named task", **dp})

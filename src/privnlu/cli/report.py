@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..report import build_report, markdown_report
 from .common import say
 
 
@@ -19,6 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..report import build_report, markdown_report
+
     if args.markdown:
         print(markdown_report(args.results))
         return 0

@@ -6,9 +6,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from ..experiments import huang2020, xie2021, xie2022
-from ..experiments.pipeline import RunSpec
-from ..training import TrainConfig
+from ..choices import SCALE_NAMES
 from .common import add_recipe_args, positive_int, say, warn_seed
 
 
@@ -25,6 +23,8 @@ def _names(text: str) -> tuple[str, ...]:
 
 def _scale(a) -> dict:
     """The scale, with --epochs, --lrs and --encoder-lrs overriding its budget (the name says it was changed)."""
+    from ..experiments import huang2020
+
     sc = huang2020.SCALES[a.scale]
     over = {k: v for k, v in (("epochs", a.epochs), ("lrs", a.lrs), ("encoder_lrs", a.encoder_lrs),
                                 ("batch_size", a.batch_size)) if v}
@@ -39,28 +39,39 @@ def _dp(a) -> dict:
     return out
 
 
+def _h(name: str):
+    """An experiment module, imported when a recipe runs (building the parser imports none: no torch)."""
+    import importlib
+
+    return importlib.import_module(f"..experiments.{name}", __package__)
+
+
 #: recipe name -> (function(out, base, tasks, progress, args), help). Later papers add their recipes here.
 RECIPES = {
-    "huang2020-table1": (lambda out, base, tasks, progress, a: huang2020.table1(
-        out, tasks=tasks or huang2020.TABLE1_TASKS, base=base, progress=progress, public=a.public or huang2020.DEFAULT_PUBLIC,
+    "huang2020-table1": (lambda out, base, tasks, progress, a: _h("huang2020").table1(
+        out, tasks=tasks or _h("huang2020").TABLE1_TASKS, base=base, progress=progress,
+        public=a.public or _h("huang2020").DEFAULT_PUBLIC,
         variants=_names(a.variants) if a.variants else ("baseline", "intra", "inter"), **_scale(a)),
         "TextHide Table 1: baseline vs intra vs inter on SST-2, CoLA, MRPC, STS-B and RTE, (256, 4) and (16, 4) for RTE"),
-    "huang2020-figure2": (lambda out, base, tasks, progress, a: huang2020.figure2(
+    "huang2020-figure2": (lambda out, base, tasks, progress, a: _h("huang2020").figure2(
         out, task=tasks[0] if tasks else "sst2", base=base, progress=progress, **_scale(a)),
         "TextHide Figure 2: the m x k grid on SST-2 (run once per --mode for the frozen and fine-tuned panels)"),
-    "huang2020-table6": (lambda out, base, tasks, progress, a: huang2020.table6(
-        out, base=base, progress=progress, corpora=_names(a.public) if a.public else huang2020.TABLE6_CORPORA, **_scale(a)),
+    "huang2020-table6": (lambda out, base, tasks, progress, a: _h("huang2020").table6(
+        out, base=base, progress=progress, corpora=_names(a.public) if a.public else _h("huang2020").TABLE6_CORPORA,
+        **_scale(a)),
         "TextHide Table 6: SST-2 TextHide-inter (256, 4) with each public corpus (wiki, tweets, bbc, qnli-dev, mixed)"),
-    "xie2021-table1": (lambda out, base, tasks, progress, a: xie2021.table1(out, tasks=tasks or xie2021.TASKS, base=base, progress=progress),
-                       "Xie & Hong 2021 Table 1: reconstruction attack, k in {1,2,4,6}, m = 1, 100 x 50 encodings, CoLA and SST-2"),
-    "xie2021-figure1": (lambda out, base, tasks, progress, a: xie2021.figure1(out, tasks=tasks or xie2021.TASKS, base=base, progress=progress),
-                        "Xie & Hong 2021 Figure 1: reconstruction attack, m in {1,...,4096}, k = 4"),
-    "xie2022-figure1": (lambda out, base, tasks, progress, a: xie2022.figure1(
-        out, tasks=tasks or xie2022.FIGURE1_TASKS, base=base, progress=progress, **_dp(a)),
+    "xie2021-table1": (lambda out, base, tasks, progress, a: _h("xie2021").table1(
+        out, tasks=tasks or _h("xie2021").TASKS, base=base, progress=progress),
+        "Xie & Hong 2021 Table 1: reconstruction attack, k in {1,2,4,6}, m = 1, 100 x 50 encodings, CoLA and SST-2"),
+    "xie2021-figure1": (lambda out, base, tasks, progress, a: _h("xie2021").figure1(
+        out, tasks=tasks or _h("xie2021").TASKS, base=base, progress=progress),
+        "Xie & Hong 2021 Figure 1: reconstruction attack, m in {1,...,4096}, k = 4"),
+    "xie2022-figure1": (lambda out, base, tasks, progress, a: _h("xie2022").figure1(
+        out, tasks=tasks or _h("xie2022").FIGURE1_TASKS, base=base, progress=progress, **_dp(a)),
         "DP instance encoding Figure 1: utility vs epsilon (Laplace, Gaussian; correct and paper calibration) on SST-2 "
         "and CoLA, the paper's scheme (no sign mask; --masked adds TextHide's), beside TextHide (16, 4) and the baseline"),
-    "xie2022-figure2": (lambda out, base, tasks, progress, a: xie2022.figure2(
-        out, tasks=tasks or xie2022.FIGURE1_TASKS, base=base, progress=progress, masked=a.masked,
+    "xie2022-figure2": (lambda out, base, tasks, progress, a: _h("xie2022").figure2(
+        out, tasks=tasks or _h("xie2022").FIGURE1_TASKS, base=base, progress=progress, masked=a.masked,
         **{k: v for k, v in _dp(a).items() if k in ("epsilons", "mechanisms", "calibrations")}),
         "Xie & Hong 2022 Figure 2: reconstruction attack vs epsilon on SST-2 and CoLA, both calibrations"),
 }
@@ -78,7 +89,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_recipe_args(p)
     p.set_defaults(epochs=None)
     g = p.add_argument_group("budget (huang2020-*, xie2022-figure1)")
-    g.add_argument("--scale", default="cpu", choices=sorted(huang2020.SCALES),
+    g.add_argument("--scale", default="cpu", choices=sorted(SCALE_NAMES),
                    help="quick: 2,000 examples, 3 epochs (minutes); cpu: 20,000 examples, 20 epochs, TextHide runs >= "
                         "2,000 steps, head lr grid; paper: full data, the paper's encoder lr grid, batch 32 (a GPU run). "
                         "--train-limit and --epochs override the scale (default: cpu)")
@@ -97,13 +108,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     d = p.add_argument_group("DP instance encoding (xie2022-*)")
     d.add_argument("--masked", action="store_true", help="add TextHide's (16, 4) sign masks to DP-IE (the paper has none)")
     d.add_argument("--noisy-queries", action="store_true", help="noise dev queries too (default: clean queries)")
-    d.add_argument("--epsilons", type=_floats, help="comma-separated epsilons (default: 0.1,1,2,4,8,10,15,20)")
-    d.add_argument("--mechanisms", type=_names, help="gaussian,laplace (default: both)")
-    d.add_argument("--calibrations", type=_names, help="correct,paper (default: both)")
+    d.add_argument("--dp-epsilons", dest="epsilons", type=_floats,
+                   help="comma-separated epsilons (default: 0.1,1,2,4,8,10,15,20)")
+    d.add_argument("--dp-mechanisms", dest="mechanisms", type=_names, help="gaussian,laplace (default: both)")
+    d.add_argument("--dp-calibrations", dest="calibrations", type=_names, help="correct,paper (default: both)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..experiments.pipeline import RunSpec
+    from ..training import TrainConfig
+
     warn_seed(args)
     recipe = ALIASES.get(args.recipe, args.recipe)
     if recipe != args.recipe:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..experiments.sweep import run_sweep
 from .common import add_data_args, add_model_args, add_texthide_args, add_train_args, m_list, int_list, run_spec, say, warn_seed
 
 
@@ -17,14 +16,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_args(p)
     add_texthide_args(p, grid=True)
     add_train_args(p)
-    p.add_argument("--m", dest="m_grid", type=m_list, default="0,1,16,64,256,1024,inf", help="pool sizes (default: 0,1,16,64,256,1024,inf)")
-    p.add_argument("--k", dest="k_grid", type=int_list, default="1,2,4,8", help="mixing sizes (default: 1,2,4,8)")
+    p.add_argument("--ms", dest="m_grid", metavar="M,...", type=m_list, default="0,1,16,64,256,1024,inf",
+                   help="pool sizes m, comma-separated (default: 0,1,16,64,256,1024,inf)")
+    p.add_argument("--ks", dest="k_grid", metavar="K,...", type=int_list, default="1,2,4,8",
+                   help="mixing sizes k, comma-separated (default: 1,2,4,8)")
     p.add_argument("--out", help="folder for the grid's results (default: runs/sweep/<task>)")
     p.add_argument("--force", action="store_true", help="recompute points that already have results (a point computed with other settings is refused without it)")
     p.set_defaults(func=run, mode="frozen")
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..experiments.sweep import run_sweep
+
     warn_seed(args)
     if args.mode != "frozen":
         from ..errors import PrivnluError

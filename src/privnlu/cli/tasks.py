@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..data.tasks import TASKS, glue_data_available
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tasks", help="list the known tasks", description="List tasks, metrics and data availability.")
@@ -13,6 +11,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..data.tasks import TASKS, glue_data_available
+
     for spec in TASKS.values():
         where = ("found" if glue_data_available(spec.name, "train") or glue_data_available(spec.name, spec.eval_splits[0])
                  else "not found") if spec.needs_data_dir else "packaged"

@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from ..errors import PrivnluError
-from ..experiments.pipeline import prepare, train_run
 from .common import add_data_args, add_model_args, add_texthide_args, add_train_args, run_spec, say, warn_seed
 
 
@@ -27,6 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..experiments.pipeline import prepare, train_run
+
     warn_seed(args)
     spec = run_spec(args)
     run_dir = Path(args.out) if args.out else Path("runs/train") / spec.label

@@ -65,7 +65,7 @@ def reconstruction_sweep(prep: Prepared, conditions, *, queries: int = N_PRIVATE
 
     assert prep.train_x is not None
     require(not prep.task.is_regression, f"attack audits need a classification task; {prep.task.name} is a regression task")
-    require(epochs >= 2, "too few encodings to cluster: use --epochs 2 or more")
+    require(epochs >= 2, "too few encodings to cluster: use --encodings-per-example 2 or more")
     priv, aux, dis = select_examples(prep, queries, aux_size, seed, distractors)
     labels = torch.tensor(prep.train.labels)
     auxiliary = Corpus([prep.train.texts_a[i] for i in aux.tolist()], prep.train_x[aux], labels[aux])
@@ -78,7 +78,7 @@ def reconstruction_sweep(prep: Prepared, conditions, *, queries: int = N_PRIVATE
             cal = dp.calibrate(dim=prep.train_x.shape[1], k=cond.k, epochs=epochs)
             mech = cal.mechanism
             if not cal.valid:
-                log(f"WARNING: --calibration paper is NOT a valid DP guarantee; this release is only ({cal.epsilon:.4g}, {cal.delta:g})-DP")
+                log(f"WARNING: --dp-calibration paper is NOT a valid DP guarantee; this release is only ({cal.epsilon:.4g}, {cal.delta:g})-DP")
         r = reconstruction_audit(prep.train_x[priv], labels[priv], cond, SecretGenerator(seed, warn=False), epochs=epochs,
                                  auxiliary=auxiliary, candidates=candidates, private_texts=texts, config=config,
                                  methods=methods or CLUSTERINGS, mechanism=mech, num_labels=len(prep.task.label_names),

@@ -29,7 +29,7 @@ from .config import FederatedConfig, hidden_sizes
 EMBEDDING_LEAK_WARNING = (
     "--train-embeddings sends the gradient of the embedding tables, whose non-zero rows are exactly the token ids of "
     "each client's batch: the server and any eavesdropper read every client's words off the wire (the "
-    "embedding-gradient leak; TextHide does not hide it). `privnlu gradient-attack --wire` shows it.")
+    "embedding-gradient leak; TextHide does not hide it). `privnlu attack gradient --wire` shows it.")
 
 
 @dataclass

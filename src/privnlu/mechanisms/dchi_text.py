@@ -33,12 +33,13 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from ..choices import DCHI_MECHANISMS
 from ..errors import PrivnluError, require_choice
 from ..io import atomic_path
 from ..rng import SecretGenerator
 from .dchi import HNSWIndex, TokenSpace, check_eta, m_rep, m_seq, m_txt
 
-MECHANISMS = ("rep", "text", "sequence")
+MECHANISMS = DCHI_MECHANISMS
 OUTPUT_SUFFIX = {"text": ".txt", "rep": ".npz", "sequence": ".npz"}
 
 

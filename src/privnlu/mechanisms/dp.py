@@ -56,11 +56,12 @@ from typing import ClassVar
 
 import torch
 
+from ..choices import DP_MECHANISMS
 from ..errors import PrivnluError, require, require_choice
 from ..rng import SecretGenerator
 from .texthide import MaskPool, TextHide, check_finite
 
-MECHANISMS = ("gaussian", "laplace")
+MECHANISMS = DP_MECHANISMS
 CALIBRATIONS = ("correct", "paper")
 PAPER_EPSILONS = (0.1, 1, 2, 4, 8, 10, 15, 20)
 NOT_DP = "not a valid DP guarantee"

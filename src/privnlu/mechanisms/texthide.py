@@ -32,26 +32,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from ..choices import INF, parse_m  # noqa: F401 (parse_m: re-exported)
 from ..errors import PrivnluError
 from ..io import write_secret
 from ..rng import SecretGenerator
 
-INF = math.inf
-
-
-def parse_m(value: str | int | float) -> float:
-    """Parse a pool size: a non-negative integer or ``inf``."""
-    if isinstance(value, str):
-        v = value.strip().lower()
-        if v in ("inf", "infinity", "oo"):
-            return INF
-        try:
-            value = int(v)
-        except ValueError:
-            raise PrivnluError(f"m must be a non-negative integer or 'inf', not '{value}'") from None
-    if value != INF and (value < 0 or int(value) != value):
-        raise PrivnluError(f"m must be a non-negative integer or 'inf', not {value} (m = 0 means no mask)")
-    return float(value) if value == INF else int(value)
 
 
 def check_k(k: int, batch_size: int | None = None) -> None:

@@ -75,7 +75,7 @@ PT_HEADERS = ["objective", "eta", "input", "start encoder", "warm-up steps", "ad
 
 
 def _start(r: dict) -> str:
-    """The encoder a run started from: a dchi-pretrain ENCODER folder is named by its run folder."""
+    """The encoder a run started from: a `dchi pretrain` OUT/encoder folder is named by its run folder."""
     path = Path(r["model"])
     return path.parent.name if path.name == "encoder" else path.name
 

@@ -39,6 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..choices import MLM_OBJECTIVES
 from ..data import load_public_corpus
 from ..errors import PrivnluError, require_at_least_one, require_choice, require_learning_rate
 from ..io import remove_stale_temps, torch_save_atomic, write_json_atomic
@@ -49,7 +50,7 @@ from .batching import bucket_batches, count_batches, pad
 from .losses import soft_cross_entropy
 from .trainer import linear_warmup
 
-OBJECTIVES = ("vanilla", "probability", "denoising")
+OBJECTIVES = MLM_OBJECTIVES
 INPUT_MECHANISMS = ("text", "rep")
 PHASES = ("warmup", "adapt")
 EVAL_MASK_SEED = 1234  # masking of the held-out evaluation text (public, not secret)

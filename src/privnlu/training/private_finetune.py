@@ -35,6 +35,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from ..choices import FINETUNE_ENCODERS, FINETUNE_MODES
 from ..data import TextDataset, get_task
 from ..data import metrics as glue_metrics
 from ..data.tasks import TaskSpec
@@ -51,8 +52,8 @@ from .batching import bucket_batches, count_batches, pad
 from .losses import targets_from_labels, task_loss
 from .trainer import linear_warmup
 
-MODES = ("null", "sequence", "token", "text")
-ENCODERS = ("transformer", "bilstm")
+MODES = FINETUNE_MODES
+ENCODERS = FINETUNE_ENCODERS
 PRIVATIZE_CHUNK = 256
 
 

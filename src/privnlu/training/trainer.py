@@ -23,6 +23,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from ..choices import EVAL_MASKS
 from ..data import metrics as glue_metrics
 from ..data.tasks import TaskSpec
 from ..errors import PrivnluError, require_learning_rate
@@ -37,7 +38,6 @@ from .losses import task_loss
 #: own queries with its key (the reference code's behaviour; privnlu's default, because a head
 #: trained on masked inputs scores at chance on unmasked ones, see docs/results.md).
 #: "none": raw representations.
-EVAL_MASKS = ("pool", "none")
 
 
 @dataclass(frozen=True)
