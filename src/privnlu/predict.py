@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 from torch import nn
@@ -37,12 +37,18 @@ from .models.features import extract_features
 from .models.saving import HEAD_DIR, PIPELINE_FILE, key_check, load_head, read_pipeline
 from .rng import SecretGenerator
 
+if TYPE_CHECKING:
+    from .mechanisms.dchi import TokenSpace
+
 KEY_FILE = "key.pt"
 
 
 def find_model_dir(run: str | Path) -> tuple[Path, Path | None]:
-    """``(model folder, run folder or None)`` for a train run folder or a model folder."""
+    """``(model folder, run folder or None)`` for a train or federated run folder, a model folder, or a
+    ``dchi finetune`` result JSON (its model folder is beside it, the same name without ``.json``)."""
     p = Path(run)
+    if p.is_file() and p.suffix == ".json" and (p.with_suffix("") / PIPELINE_FILE).is_file():
+        return p.with_suffix(""), None
     if not p.is_dir():
         raise PrivnluError(f"--run {p}: no such folder")
     if (p / "model" / PIPELINE_FILE).is_file():
@@ -52,7 +58,8 @@ def find_model_dir(run: str | Path) -> tuple[Path, Path | None]:
     if (p / "result.json").is_file():
         raise PrivnluError(f"--run {p}: this run has no model folder (model/{PIPELINE_FILE}); runs trained before "
                            "privnlu saved models must be trained again")
-    raise PrivnluError(f"--run {p}: not a privnlu train run (no model/{PIPELINE_FILE} and no result.json)")
+    raise PrivnluError(f"--run {p}: not a privnlu train run (no model/{PIPELINE_FILE} and no result.json), nor a "
+                       "privnlu model folder")
 
 
 @dataclass
@@ -83,8 +90,10 @@ class Predictor:
         p, enc = self.pipeline["privacy"], self.pipeline["encoder"]
         model = f"{self.pipeline['label']} ({self.pipeline['mode']}, {enc['name']})"
         if self.hider is None:
-            how = "raw sentence representations" + (" (the run evaluated with --eval-mask none)"
-                                                     if p["scheme"] != "none" else "")
+            how = "raw sentence representations" + (
+                " (as the federated server evaluated: the clients' pools never left them)"
+                if self.pipeline.get("trained_by") == "federated" and p["scheme"] != "none" else
+                " (the run evaluated with --eval-mask none)" if p["scheme"] != "none" else "")
         else:
             parts = []
             if p["scheme"] == "dp":
@@ -173,6 +182,10 @@ def load(run: str | Path, *, key: str | Path | None = None, model: str | Path | 
     """
     model_dir, run_dir = find_model_dir(run)
     pipeline = read_pipeline(model_dir)
+    if pipeline.get("trained_by") == "dchi-finetune":
+        if key is not None:
+            raise PrivnluError("--key: a d_chi model has no key (its queries are privatized with public parameters)")
+        return _load_dchi(pipeline, model_dir, run_dir, model, device, rng or SecretGenerator())
     privacy = pipeline["privacy"]
     pool = _load_key(privacy, int(pipeline["encoder"]["hidden_size"]), key, run_dir)  # before any heavy work
     head = load_head(model_dir / HEAD_DIR, device=device)
@@ -206,39 +219,57 @@ def _load_encoder(pipeline: dict, model_dir: Path, run_dir: Path | None, model: 
                   device: str) -> SentenceEncoder:
     """The fine-tuned encoder saved in the folder, or a frozen run's base encoder; its fingerprint is checked."""
     enc = pipeline["encoder"]
-    pooling = enc["pooling"]
     if enc.get("saved"):
         if model is not None:
             raise PrivnluError("--model is for frozen runs; this run's fine-tuned encoder is in its model folder")
-        encoder = load_encoder(model_dir, pooling=pooling, device=device)
-        if encoder.fingerprint != enc["fingerprint"]:
-            raise PrivnluError(f"{model_dir}: the encoder's files changed since training (fingerprint differs)")
-        return encoder
+        return _saved_encoder(enc, model_dir, device)
+    return _base_encoder(enc, model_dir, run_dir, model, device)
+
+
+def _saved_encoder(enc: dict, model_dir: Path, device: str) -> SentenceEncoder:
+    """The fine-tuned encoder saved in the model folder, checked by fingerprint."""
+    encoder = load_encoder(model_dir, pooling=enc["pooling"], device=device)
+    if encoder.fingerprint != enc["fingerprint"]:
+        raise PrivnluError(f"{model_dir}: the encoder's files changed since training (fingerprint differs)")
+    return encoder
+
+
+def _base_encoder(enc: dict, model_dir: Path, run_dir: Path | None, model: str | Path | None,
+                  device: str) -> SentenceEncoder:
+    """The unchanged base encoder a model names (where its run found it, ``--model``, the hub id or the packaged
+    default), checked by fingerprint."""
+    pooling = enc["pooling"]
+    want = enc.get("base_fingerprint") or enc["fingerprint"]
     if model is None:
-        spec_model = _run_spec_model(run_dir)
+        spec_model = _run_spec_model(run_dir, model_dir)
         if spec_model is not False and not (enc["source"] == "local" and not Path(str(spec_model)).is_dir()):
             model = spec_model
         elif enc["source"] == "hub":
             model = enc["name"]
         elif enc["source"] == "local":
             raise PrivnluError(f"this head was trained on a local encoder folder named '{enc['name']}' "
-                               f"(fingerprint {enc['fingerprint'][:16]}); pass it with --model FOLDER")
+                               f"(fingerprint {want[:16]}); pass it with --model FOLDER")
     encoder = load_encoder(model, pooling=pooling, device=device)
-    if encoder.fingerprint != enc["fingerprint"]:
+    if encoder.fingerprint != want:
         raise PrivnluError(f"--model {model or 'default'}: not the encoder this head was trained on (fingerprint "
-                           f"{encoder.fingerprint[:16]}, expected {enc['fingerprint'][:16]}); pass the right one with "
+                           f"{encoder.fingerprint[:16]}, expected {want[:16]}); pass the right one with "
                            "--model FOLDER")
     return encoder
 
 
-def _run_spec_model(run_dir: Path | None):
-    """``spec.model`` of the run's result.json (None = the packaged default), or False if there is none."""
-    if run_dir is None:
-        return False
+def _run_spec_model(run_dir: Path | None, model_dir: Path | None = None):
+    """The base encoder the run was given (None = the packaged default), or False if its record is not there:
+    ``spec.model`` of a train run's result.json, ``config.model`` of a federated run's, ``settings.model`` of the
+    ``dchi finetune`` result JSON beside the model folder."""
     try:
-        return read_json(run_dir / "result.json")["spec"]["model"]
+        if run_dir is not None:
+            rec = read_json(run_dir / "result.json")
+            return rec["spec"]["model"] if "spec" in rec else (rec["config"]["model"] or None)
+        if model_dir is not None:
+            return read_json(model_dir.parent / f"{model_dir.name}.json")["settings"]["model"]
     except (OSError, ValueError, KeyError, TypeError):
-        return False
+        pass
+    return False
 
 
 def _query_encoder(privacy: dict, dim: int, pool: MaskPool | None, rng: SecretGenerator) -> TextHide | None:
@@ -257,4 +288,81 @@ def _query_encoder(privacy: dict, dim: int, pool: MaskPool | None, rng: SecretGe
     return TextHide(m, k, dim=dim, rng=rng, pool=pool)
 
 
-__all__ = ["Predictor", "find_model_dir", "load"]
+@dataclass
+class DchiPredictor(Predictor):
+    """A ``privnlu dchi finetune`` model. ``head`` is the whole provider model (the fine-tuned classifier, or the
+    MLP on ``h(x) + N`` in sequence mode), ``encoder`` the user-side encoder where the mode needs one. Each query is
+    privatized on the user side exactly as the run's dev set was (:func:`~privnlu.training.private_finetune.
+    privatize_split` at the run's eta, fresh noise per query; clean token ids in null mode), then scored by the same
+    code as the run's evaluation (:func:`~privnlu.training.private_finetune.logits_in_order`)."""
+
+    tokenizer: object = field(default=None, repr=False)
+    space: TokenSpace | None = field(default=None, repr=False)
+    rng: SecretGenerator | None = field(default=None, repr=False)
+
+    def describe(self) -> str:
+        d, enc = self.pipeline["dchi"], self.pipeline["encoder"]
+        model = f"{self.pipeline['label']} (dchi finetune, {d['mode']} mode, {d['encoder']}, base {enc['name']})"
+        if d["mode"] == "null":
+            return f"{model}; queries as clean token ids (no privacy, as the run evaluated)"
+        return (f"{model}; each query privatized with {d['mechanism']} at eta = {d['eta']:g} (fresh d_chi noise per "
+                "query), as the run's dev set was")
+
+    @torch.no_grad()
+    def logits(self, texts: Sequence[str], pairs: Sequence[str] | None = None, *, batch_size: int = 128,
+               progress: bool = False) -> torch.Tensor:
+        from .training import private_finetune as pf
+
+        texts, pairs = self.check_inputs(texts, pairs)
+        if not texts:
+            return torch.empty(0, max(1, len(self.labels)))
+        d, enc = self.pipeline["dchi"], self.pipeline["encoder"]
+        split = pf.tokenize_texts(self.tokenizer, texts, pairs, torch.zeros(len(texts)),
+                                  max_length=int(enc["max_length"]),
+                                  features_encoder=self.encoder if d["mode"] == "sequence" else None)
+        pad_id = self.tokenizer.pad_token_id or 0
+        payload = pf.privatize_split(split, d["mode"], self.space, d["eta"], self.rng, pad_id)
+        return pf.logits_in_order(self.head, payload, split.types, d["mode"], pad_id, batch_size=batch_size,
+                                  bf16=bool(enc["bf16"]))
+
+
+def _load_dchi(pipeline: dict, model_dir: Path, run_dir: Path | None, model: str | Path | None, device: str,
+               rng: SecretGenerator) -> DchiPredictor:
+    """A ``dchi finetune`` model folder (see :func:`privnlu.models.saving.export_dchi_model`)."""
+    from .mechanisms.dchi import TokenSpace
+    from .models.saving import BILSTM_DIR, load_bilstm
+    from .training.private_finetune import Classifier
+
+    enc, d = pipeline["encoder"], pipeline["dchi"]
+    head = load_head(model_dir / HEAD_DIR, device=device)
+    base = None
+    if enc["body"] == "base" or d["user_side"] == "base":
+        base = _base_encoder(enc, model_dir, run_dir, model, device)
+    elif model is not None:
+        raise PrivnluError(f"--model: this {d['mode']}-mode model needs no base encoder (its model folder holds it)")
+    if enc["body"] == "base":  # sequence mode: the MLP on h(x) + N, h the unchanged user-side encoder
+        net, tokenizer, body = head, base.tokenizer, None
+    else:
+        if enc["body"] == "transformer":
+            saved = _saved_encoder(enc, model_dir, device)
+            body, tokenizer = saved.model, saved.tokenizer
+            dim = saved.dim
+        else:
+            from transformers import AutoTokenizer
+
+            body = load_bilstm(model_dir / BILSTM_DIR, device=device)
+            tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+            dim = body.dim
+        linear = head.inner.net[-1] if hasattr(head, "inner") else head.net[-1]
+        net = Classifier(body, dim, linear.out_features, pooling=enc["pooling"], dropout=0.0)
+        net.out.load_state_dict(linear.state_dict())
+        net = net.to(device).eval()
+    space = None
+    if d["user_side"] == "base":
+        space = TokenSpace.from_model(base.model, base.tokenizer)
+    elif d["user_side"] == "saved":
+        space = TokenSpace.from_model(body, tokenizer)
+    return DchiPredictor(pipeline, base, net, None, device, None, tokenizer=tokenizer, space=space, rng=rng)
+
+
+__all__ = ["DchiPredictor", "Predictor", "find_model_dir", "load"]

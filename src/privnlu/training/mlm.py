@@ -200,6 +200,7 @@ class Pretrainer:
         self.log = log or (lambda _m: None)
         enc = load_encoder(model, device=device)
         self.model_name = str(model or "packaged MiniLM")
+        self.base_model = str(model) if model else None
         self.tokenizer, self.model = enc.tokenizer, enc.model
         self.space = TokenSpace.from_model(self.model, self.tokenizer)
         emb = self.model.get_input_embeddings()
@@ -365,15 +366,14 @@ class Pretrainer:
         torch_save_atomic(path, blob)
 
     def _finish(self, state: dict, seconds: float) -> dict:
-        enc_dir = self.out / "encoder"
-        tmp = self.out / ".encoder.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        self.model.save_pretrained(tmp)
-        self.tokenizer.save_pretrained(tmp)
-        shutil.rmtree(enc_dir, ignore_errors=True)
-        tmp.rename(enc_dir)
-        torch_save_atomic(self.out / "mlm_head.pt", {"head": self.head.state_dict()})
+        from ..models.saving import export_pretrained_encoder
+
         rec = self._record(state, finished=True, seconds=seconds)
+        shutil.rmtree(self.out / ".encoder.tmp", ignore_errors=True)  # left by an older privnlu's interrupted run
+        # save_pretrained (safetensors) + tokenizer, no local path, a model card; staged and renamed into place
+        export_pretrained_encoder(self.out / "encoder", model=self.model, tokenizer=self.tokenizer, record=rec,
+                                  base_model=self.base_model)
+        torch_save_atomic(self.out / "mlm_head.pt", {"head": self.head.state_dict()})
         write_json_atomic(self.out / "pretrain.json", rec)
         return rec
 

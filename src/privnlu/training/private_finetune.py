@@ -118,6 +118,7 @@ class Prepared:
     dev: Split
     max_length: int
     model: str
+    pair: bool = False
 
 
 def prepare(task: str, *, model: str | Path | None = None, max_length: int = 128, train_limit: int | None = None,
@@ -129,20 +130,30 @@ def prepare(task: str, *, model: str | Path | None = None, max_length: int = 128
     spec = get_task(task)
     enc = load_encoder(model, pooling=pooling, device=device)
     space = TokenSpace.from_model(enc.model, enc.tokenizer)
-    splits = []
+    splits, pair = [], False
     for split, limit in (("train", train_limit), (spec.eval_splits[0], dev_limit)):
         ds = spec.load(split, data_dir).head(limit)
+        pair = pair or ds.is_pair
         splits.append(_tokenize(enc, ds, max_length, sequence_features))
-    return Prepared(spec, enc, space, splits[0], splits[1], max_length, str(model or "packaged MiniLM"))
+    return Prepared(spec, enc, space, splits[0], splits[1], max_length, str(model or "packaged MiniLM"), pair)
 
 
 def _tokenize(enc: SentenceEncoder, ds: TextDataset, max_length: int, features: bool) -> Split:
     if len(ds) == 0:
         raise PrivnluError(f"{ds.name}/{ds.split} has no examples")
-    tok = enc.tokenizer(ds.texts_a, ds.texts_b, truncation=True, max_length=max_length)
-    types = tok.get("token_type_ids") or [[0] * len(x) for x in tok["input_ids"]]
     labels = torch.tensor(ds.labels, dtype=torch.float32 if ds.is_regression else torch.long)
-    feats = extract_features(enc, ds.texts_a, ds.texts_b, max_length=max_length, progress=False) if features else None
+    return tokenize_texts(enc.tokenizer, ds.texts_a, ds.texts_b, labels, max_length=max_length,
+                          features_encoder=enc if features else None)
+
+
+def tokenize_texts(tokenizer, texts_a: list[str], texts_b: list[str] | None, labels: torch.Tensor, *,
+                   max_length: int, features_encoder: SentenceEncoder | None = None) -> Split:
+    """A :class:`Split` of texts (pairs): ids and segment ids, and with ``features_encoder`` the user-side
+    ``h(x)`` (sequence mode). Training, evaluation and ``privnlu predict`` tokenize the same way."""
+    tok = tokenizer(texts_a, texts_b, truncation=True, max_length=max_length)
+    types = tok.get("token_type_ids") or [[0] * len(x) for x in tok["input_ids"]]
+    feats = (extract_features(features_encoder, texts_a, texts_b, max_length=max_length, progress=False)
+             if features_encoder is not None else None)
     return Split([torch.tensor(x) for x in tok["input_ids"]], [torch.tensor(t) for t in types], labels, feats)
 
 
@@ -235,17 +246,26 @@ def forward(model: nn.Module, payload: list[torch.Tensor], types: list[torch.Ten
 @torch.no_grad()
 def evaluate(model: nn.Module, payload: list[torch.Tensor], split: Split, task: TaskSpec, mode: str, pad_id: int,
              batch_size: int = 128, bf16: bool = False) -> dict[str, float]:
-    """Dev metrics; batches of similar length (sorted), the logits put back in dataset order."""
+    """Dev metrics (of :func:`logits_in_order`)."""
+    logits = logits_in_order(model, payload, split.types, mode, pad_id, batch_size=batch_size, bf16=bf16)
+    pred = logits.squeeze(-1) if task.is_regression else logits.argmax(-1)
+    return glue_metrics.compute(task.metric, pred.numpy(), split.labels.numpy())
+
+
+@torch.no_grad()
+def logits_in_order(model: nn.Module, payload: list[torch.Tensor], types: list[torch.Tensor], mode: str, pad_id: int,
+                    *, batch_size: int = 128, bf16: bool = False) -> torch.Tensor:
+    """The model's float32 logits of privatized ``payload`` in eval mode; batches of similar length (sorted), the
+    logits put back in input order. Evaluation and ``privnlu predict`` both use it."""
     was = model.training
     model.eval()
     order = torch.argsort(torch.tensor([len(p) for p in payload]), stable=True) if mode != "sequence" else torch.arange(len(payload))
-    sorted_out = torch.cat([forward(model, payload, split.types, order[i : i + batch_size], mode, pad_id, bf16).cpu()
+    sorted_out = torch.cat([forward(model, payload, types, order[i : i + batch_size], mode, pad_id, bf16).cpu()
                             for i in range(0, len(payload), batch_size)])
     logits = torch.empty_like(sorted_out)
     logits[order] = sorted_out
     model.train(was)
-    pred = logits.squeeze(-1) if task.is_regression else logits.argmax(-1)
-    return glue_metrics.compute(task.metric, pred.numpy(), split.labels.numpy())
+    return logits
 
 
 @dataclass
@@ -314,7 +334,8 @@ def finetune(prep: Prepared, config: FinetuneConfig, *, rng: SecretGenerator | N
                                                "torch_rng": torch.get_rng_state(),
                                                **{k: v.state_dict() for k, v in parts.items()}})
     record = {
-        "kind": "dchi_finetune", "task": prep.task.name, "model": prep.model, **asdict(config),
+        "kind": "dchi_finetune", "task": prep.task.name, "metric": prep.task.metric,
+        "eval_split": prep.task.eval_splits[0], "model": prep.model, **asdict(config),
         "body_lr": config.body_lr, "bf16_used": bf16, "max_length": prep.max_length, "train_size": n, "dev_size": len(dev_x),
         "score": history[-1]["eval"]["score"], "metrics": history[-1]["eval"], "history": history,
         "privatize_seconds": privatize_s, "seconds": time.time() - t0,
