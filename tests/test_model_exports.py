@@ -96,7 +96,7 @@ def test_dchi_card_records_mechanism_eta_guarantee_and_score(dchi_out, mode):
         assert priv["mechanism"] == {"text": "M_txt", "sequence": "M_seq"}[mode]
         unit = "sequence" if mode == "sequence" else "token"
         assert priv["formal_guarantee"] == f"eta * d_chi-privacy per {unit}"
-        assert f"per {unit}: eta * ||" in card and "not an (epsilon, delta)-DP guarantee" in card
+        assert f"per {unit}: eta * d(x, x')" in card and "not an (epsilon, delta)-DP guarantee" in card
 
 
 def test_predict_on_a_dchi_null_run_reproduces_its_dev_score(dchi_out):

@@ -16,6 +16,10 @@ model's prediction can vary between calls as much as its head is sensitive to wh
 The pool is key material and is not in the model folder: pass ``key=`` (``--key``), or keep the run folder's own
 ``key.pt``, which is used when no key is given. A key from another run is refused (``privnlu.json`` records a short
 check of the pool). A head trained on ``|x|`` (``--abs-input``) needs no key: the masks are invisible to it.
+
+A ``privnlu federated`` run's ``model/`` is applied as its server evaluated it (unmixed and unmasked: the clients'
+pools never leave them, so no key exists). A ``privnlu dchi finetune`` model folder (:class:`DchiPredictor`)
+privatizes each query on the user side with the run's mechanism and eta, as its dev set was, with fresh noise.
 """
 
 from __future__ import annotations

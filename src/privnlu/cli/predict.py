@@ -24,8 +24,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "are encoded as the run's evaluation encoded them: never mixed; with TextHide or DP "
                                    "instance encoding and --eval-mask pool (the default), each is multiplied by a mask "
                                    "from the owner's secret pool (the key), after clipping and with the same noise for "
-                                   "DP. Writes CSV, TSV or JSONL (--out), else JSON lines on stdout.")
-    p.add_argument("--run", required=True, help="the run folder `privnlu train` wrote (or its model/ subfolder)")
+                                   "DP. A `federated` run's global model is applied as its server evaluated it "
+                                   "(unmasked, no key); a `dchi finetune` model privatizes each query with its "
+                                   "mechanism and eta, as its dev set was. Writes CSV, TSV or JSONL (--out), else JSON "
+                                   "lines on stdout.")
+    p.add_argument("--run", required=True, help="the run folder `privnlu train` or `privnlu federated` wrote (or its "
+                   "model/ subfolder), or a `dchi finetune` model folder (or its results JSON)")
     g = p.add_argument_group("input (one of --text or --input)")
     g.add_argument("--text", action="append", help="a text to classify; repeat for several")
     g.add_argument("--text-pair", action="append", help="its second text, for sentence-pair tasks; repeat as --text")

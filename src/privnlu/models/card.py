@@ -126,20 +126,20 @@ def _scores(evals: dict) -> str:
                      for split, vals in evals.items())
 
 
-def _use(pipeline: dict, key: bool = False) -> list[str]:
+def _use(pipeline: dict, key: bool = False, run: str = "RUN_FOLDER") -> list[str]:
     """The card's "Use" section: ``privnlu predict`` and ``privnlu.predict.load``."""
     pair = pipeline["task"]["pair"]
     return [
         "## Use",
         "",
         "```bash",
-        "privnlu predict --run RUN_FOLDER --text \"a sentence\"" + (" --text-pair \"its pair\"" if pair else "")
+        f"privnlu predict --run {run} --text \"a sentence\"" + (" --text-pair \"its pair\"" if pair else "")
         + (" --key KEY_FILE" if key else "") + " --out predictions.csv",
         "```",
         "",
         "```python",
         "from privnlu.predict import load",
-        'model = load("RUN_FOLDER"' + (', key="KEY_FILE"' if key else "") + ")",
+        f'model = load("{run}"' + (', key="KEY_FILE"' if key else "") + ")",
         "model.predict([\"a sentence\"])",
         "```",
         "",
@@ -235,11 +235,14 @@ def model_card(pipeline: dict, record: dict) -> str:
 #: what each ``dchi finetune`` mode releases, and the metric its eta multiplies
 DCHI_RELEASE = {
     "text": ("M_txt: each regular token is replaced by the vocabulary token nearest to its embedding plus noise",
-             "per token: eta * ||phi(x) - phi(x')|| (phi: the user-side token-embedding table)"),
+             "per token: eta * d(x, x'), d the Euclidean distance of the two tokens' embeddings in the user-side "
+             "table"),
     "token": ("M_rep: each regular token's embedding plus noise, sent as vectors",
-              "per token: eta * ||phi(x) - phi(x')|| (phi: the user-side token-embedding table)"),
+              "per token: eta * d(x, x'), d the Euclidean distance of the two tokens' embeddings in the user-side "
+              "table"),
     "sequence": ("M_seq: the sentence representation h(x) of the user-side encoder plus noise",
-                 "per sequence: eta * ||h(x) - h(x')||"),
+                 "per sequence: eta * d(x, x'), d the Euclidean distance of the user-side sentence representations "
+                 "h(x), h(x')"),
 }
 
 
@@ -333,14 +336,14 @@ def dchi_card(pipeline: dict, record: dict) -> str:
         "",
         "## Training",
         "",
-        f"{record['epochs']} epochs, batch {record['batch_size']}, body learning rate {record['body_lr']:g}, head "
+        f"{record['epochs']} epoch{'s' if record['epochs'] != 1 else ''}, batch {record['batch_size']}, body learning rate {record['body_lr']:g}, head "
         f"learning rate {record['head_lr']:g}, bf16 {'on' if enc['bf16'] else 'off'}. Noise: "
         + ("a seeded stream (EXPERIMENTS ONLY)." if record.get("seed") is not None
            else "the operating system's CSPRNG.")
         + f" privnlu {pipeline['privnlu_version']}.",
         "",
     ]
-    return "\n".join(lines + _use(pipeline))
+    return "\n".join(lines + _use(pipeline, run="MODEL_FOLDER"))
 
 
 # -- federated (``privnlu federated``) ------------------------------------------------------------------------------

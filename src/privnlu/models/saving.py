@@ -13,6 +13,11 @@
   query is encoded), read by :mod:`privnlu.predict`;
 * ``README.md``: the model card (:mod:`privnlu.models.card`).
 
+The same writer (:func:`write_model_folder`) serves ``privnlu federated`` (``<out>/model/``, the global model:
+:func:`export_federated_model`), ``privnlu dchi finetune`` (one folder per run beside its results JSON:
+:func:`export_dchi_model`) and ``privnlu dchi pretrain`` (``OUT/encoder``, an encoder with a card and no
+``privnlu.json``: :func:`export_pretrained_encoder`). ``privnlu.json``'s ``trained_by`` names the command.
+
 Key material never goes into this folder: the mask pool stays in ``<run>/key.pt`` (0600). ``privnlu.json`` holds
 only a short SHA-256 check of the pool, so that a wrong key file is refused rather than silently used; the pool
 has ``m x d`` random bits (98,304 for (256, 4)-TextHide on MiniLM), so the check does not help to guess it, and
