@@ -156,6 +156,19 @@ def test_dp_card_and_keyless_dp_prediction(env, capsys):
     assert code == 0 and "gaussian noise" in err and json.loads(out.splitlines()[0])["prediction"] in ("0", "1")
 
 
+def test_joint_dp_run_warns_and_its_card_claims_no_guarantee(env, capsys):
+    """Fine-tuning the encoder on the clean private inputs voids the DP-IE guarantee (docs/dp_encoding.md)."""
+    root, args = env
+    out = root / "dp-joint"
+    assert main(["train", *args, "--scheme", "dp", "--m", "0", "--k", "2", "--dp-epsilon", "8", "--epochs", "1",
+                 "--mode", "joint", "--out", str(out)]) == 0
+    assert "gives no DP guarantee" in capsys.readouterr().err
+    card = (out / "model" / "README.md").read_text()
+    priv = yaml.safe_load(card.split("---\n")[1])["privacy"]
+    assert priv["formal_guarantee"].startswith("none (joint mode")
+    assert "**Formal guarantee:** none: the encoder was fine-tuned" in card
+
+
 def test_predict_cli_end_to_end(texthide_run, tmp_path, capsys):
     inp = write(tmp_path / "in.csv", "id,review\n1,a fine good film\n2,\"a bad, dull film\"\n3,fine\n")
     out = tmp_path / "pred.jsonl"

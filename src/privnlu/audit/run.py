@@ -250,6 +250,9 @@ def run_point(ctx: Context, point: GridPoint) -> dict:
         eps = acc.get("accounted_epsilon", point.epsilon)
         guarantee = {"kind": "dp", "epsilon": eps, "delta": s.dp_delta,
                      "text": f"({eps:.3g}, {s.dp_delta:g})-DP per example, whole training release"}
+        if s.mode == "joint":  # the encoder saw the clean private inputs: no guarantee (models.card.JOINT_DP_CAVEAT)
+            guarantee = {"kind": "none", "text": f"none in joint mode (a fixed encoder would give ({eps:.3g}, "
+                                                 f"{s.dp_delta:g})-DP): the encoder was fine-tuned on the clean inputs"}
     else:
         cal = calibrated_eta(ctx, point.target)
         eta = float(cal["eta"])

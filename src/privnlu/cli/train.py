@@ -30,6 +30,11 @@ def run(args: argparse.Namespace) -> int:
 
     warn_seed(args)
     spec = run_spec(args)
+    if spec.dp is not None and spec.mode == "joint":
+        from ..models.card import JOINT_DP_CAVEAT
+
+        say(f"warning: --scheme dp with --mode joint gives no DP guarantee: {JOINT_DP_CAVEAT}; use --mode frozen "
+            "(or an encoder fine-tuned on public data) for a release that is DP")
     run_dir = Path(args.out) if args.out else Path("runs/train") / spec.label
     check_run_dir(run_dir, resume=args.resume, overwrite=args.overwrite)
     prep = prepare(spec, progress=not args.quiet, refresh_cache=args.refresh_cache)

@@ -27,8 +27,15 @@ def _round(v: Any) -> Any:
     return round(v, 4) if isinstance(v, float) else v
 
 
-def guarantee(privacy: dict) -> str:
-    """The formal guarantee of a run's scheme, in one sentence ("none ..." where there is none)."""
+#: why DP instance encoding gives no guarantee when the encoder is fine-tuned on the private data (``--mode joint``)
+JOINT_DP_CAVEAT = ("the encoder was fine-tuned with gradients of the clean private inputs, so one example changes the "
+                   "encoder and through it every later encoding: the noise is calibrated for a fixed encoder, and "
+                   "neither the encodings nor this model carry the DP guarantee")
+
+
+def guarantee(privacy: dict, *, joint: bool = False) -> str:
+    """The formal guarantee of a run's scheme, in one sentence ("none ..." where there is none). ``joint``: the
+    encoder was fine-tuned on the private data (:data:`JOINT_DP_CAVEAT`)."""
     scheme = privacy["scheme"]
     if scheme == "none":
         return "none (no privatization)"
@@ -37,6 +44,8 @@ def guarantee(privacy: dict) -> str:
                 "and published attacks break it")
     dp = privacy.get("dp") or {}
     eps, delta = dp.get("accounted_epsilon"), dp.get("delta")
+    if joint:
+        return f"none: {JOINT_DP_CAVEAT} (with a fixed encoder the same noise would give ({eps:.4g}, {delta:g})-DP)"
     if dp.get("valid_dp_guarantee"):
         return (f"({eps:.4g}, {delta:g})-DP per training example over the whole training release (every epoch's "
                 f"encodings, accounted with dp-accounting); it covers the encodings, not the mixed labels"
@@ -61,6 +70,8 @@ def _privacy_block(pipeline: dict) -> dict:
         block["dchi_eta"] = p["eta"]
     if p["scheme"] != "dp":
         block["formal_guarantee"] = "none"
+    elif pipeline.get("mode") == "joint":
+        block["formal_guarantee"] = "none (joint mode: the encoder was fine-tuned on the clean private inputs)"
     else:
         block["formal_guarantee"] = ("(epsilon, delta)-DP per example" if (dp or {}).get("valid_dp_guarantee")
                                      else "none (not a valid DP calibration)")
@@ -196,7 +207,7 @@ def model_card(pipeline: dict, record: dict) -> str:
     lines += [
         f"| head on \\|x\\| only | {'yes' if p['abs_input'] else 'no'} |",
         "",
-        f"**Formal guarantee:** {guarantee(p)}.",
+        f"**Formal guarantee:** {guarantee(p, joint=not frozen)}.",
         "",
     ]
     if p["key_required"]:
