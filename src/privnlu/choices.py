@@ -27,7 +27,7 @@ MLM_OBJECTIVES = ("vanilla", "probability", "denoising")
 #: the audit's schemes and default (m, k) points (audit.grid)
 AUDIT_SCHEMES = ("none", "texthide-intra", "texthide-inter", "dp-ie", "dchi-text", "dchi-token", "dchi-sequence")
 TEXTHIDE_POINT = (256, 4)  # Huang et al. 2020: the paper's recommended (m, k)
-DP_POINT = (16, 4)  # Xie & Hong 2022 add DP noise to TextHide (16, 4)
+DP_POINT = (0, 4)  # Xie & Hong 2022, Algorithm 1: clip, mix k = 4, noise on each encoding, no sign mask
 #: the budgets of the huang2020 recipes (experiments.huang2020.SCALES has one entry per name)
 SCALE_NAMES = ("quick", "cpu", "paper")
 

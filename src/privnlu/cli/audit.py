@@ -39,7 +39,7 @@ def add_audit_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("grid")
     g.add_argument("--schemes", type=scheme_list, default=SCHEMES, help=f"comma-separated subset of {', '.join(SCHEMES)} (default: all)")
     g.add_argument("--texthide", type=mk_list, default=(TEXTHIDE_POINT,), help="TextHide (m, k) points as M:K,... (default: 256:4, the paper's)")
-    g.add_argument("--dp-point", type=mk_list, default=(DP_POINT,), help="DP instance encoding's (m, k) as M:K (default: 16:4, Xie & Hong 2022)")
+    g.add_argument("--dp-point", type=mk_list, default=(DP_POINT,), help="DP instance encoding's (m, k) as M:K; M = 0 is the paper's Algorithm 1 (no sign mask), M > 0 adds TextHide's masks (default: 0:4)")
     g.add_argument("--dp-epsilons", type=eta_list, default=(1.0, 8.0, 64.0), help="per-example epsilons of the whole release (default: 1,8,64)")
     g.add_argument("--dp-mechanism", default="gaussian", choices=list(MECHANISMS), help="DP noise (default: gaussian; sound calibration)")
     g.add_argument("--dp-delta", type=float, default=1e-5, help="delta (default: 1e-5)")
