@@ -726,3 +726,6 @@ def test_progress_bars_in_a_log_are_plain_lines():
     lines = text.splitlines()
     assert all(line.strip() for line in lines) and sum("steps" in line for line in lines) >= 3
     assert "3/3" in lines[-1]
+    nested = io.StringIO()
+    PlainLines(nested).write("\n\x1b[A\rinner:  50%|#####     | 1/2")  # a nested bar's redraw (position=1)
+    assert "\x1b" not in nested.getvalue() and nested.getvalue().endswith("inner:  50%|#####     | 1/2\n")

@@ -143,6 +143,8 @@ class PlainLines:
         self._redrawn = False  # the last write was a redraw, already ended with a newline
 
     def write(self, text: str) -> int:
+        n = len(text)
+        text = text.replace("\x1b[A", "")  # a nested bar's cursor-up: each redraw is a line of its own here
         if "\r" in text:
             parts = [p.rstrip("\n") for p in text.split("\r") if p.strip()]
             self._stream.write("".join(p + "\n" for p in parts))
@@ -150,7 +152,7 @@ class PlainLines:
         elif not (text == "\n" and self._redrawn):  # a bar's closing newline: its line is already ended
             self._stream.write(text)
             self._redrawn = False
-        return len(text)
+        return n
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
