@@ -157,6 +157,25 @@ def _use(pipeline: dict, key: bool = False, run: str = "RUN_FOLDER") -> list[str
     ]
 
 
+def _encoder_files_and_privacy_head(enc: dict, where: str, p: dict, *, joint: bool) -> list[str]:
+    """The card's encoder file lines (a fine-tuned encoder saved, or the base encoder named), then the head of
+    its Privacy table (shared by the `train` and `federated` cards)."""
+    return [
+        ("* `config.json`, `model.safetensors` and the tokenizer files: the fine-tuned encoder "
+         "(`transformers.AutoModel.from_pretrained` loads this folder); base encoder " + where + "." if joint else
+         "* The encoder is not copied: it is the unchanged base encoder " + where
+         + f", fingerprint `{enc['fingerprint'][:16]}`."),
+        f"* Sentence representation: `{enc['pooling']}` pooling, at most {enc['max_length']} tokens.",
+        "* `privnlu.json`: how `privnlu predict` applies the model.",
+        "",
+        "## Privacy",
+        "",
+        "| setting | value |",
+        "|---|---|",
+        f"| scheme | {p['scheme']} ({p['variant']}) |",
+    ]
+
+
 def model_card(pipeline: dict, record: dict) -> str:
     """The whole ``README.md`` of a model folder."""
     p, task, enc = pipeline["privacy"], pipeline["task"], pipeline["encoder"]
@@ -177,18 +196,7 @@ def model_card(pipeline: dict, record: dict) -> str:
         "",
         "* `head/config.json`, `head/model.safetensors`: the MLP head (privnlu's `MLPHead`, loaded by "
         "`privnlu.models.saving.load_head`).",
-        ("* The encoder is not copied: it is the unchanged base encoder " + where
-         + f", fingerprint `{enc['fingerprint'][:16]}`." if frozen else
-         "* `config.json`, `model.safetensors` and the tokenizer files: the fine-tuned encoder "
-         "(`transformers.AutoModel.from_pretrained` loads this folder); base encoder " + where + "."),
-        f"* Sentence representation: `{enc['pooling']}` pooling, at most {enc['max_length']} tokens.",
-        "* `privnlu.json`: how `privnlu predict` applies the model.",
-        "",
-        "## Privacy",
-        "",
-        "| setting | value |",
-        "|---|---|",
-        f"| scheme | {p['scheme']} ({p['variant']}) |",
+        *_encoder_files_and_privacy_head(enc, where, p, joint=not frozen),
     ]
     if p["scheme"] != "none":
         lines += [f"| m (mask pool size) | {p['m']} |", f"| k (representations per encoding) | {p['k']} |",
@@ -410,18 +418,7 @@ def federated_card(pipeline: dict, record: dict) -> str:
         "",
         "* `head/config.json`, `head/model.safetensors`: the MLP head (privnlu's `MLPHead`, loaded by "
         "`privnlu.models.saving.load_head`).",
-        ("* `config.json`, `model.safetensors` and the tokenizer files: the fine-tuned encoder "
-         "(`transformers.AutoModel.from_pretrained` loads this folder); base encoder " + where + "." if joint else
-         "* The encoder is not copied: it is the unchanged base encoder " + where
-         + f", fingerprint `{enc['fingerprint'][:16]}`."),
-        f"* Sentence representation: `{enc['pooling']}` pooling, at most {enc['max_length']} tokens.",
-        "* `privnlu.json`: how `privnlu predict` applies the model.",
-        "",
-        "## Privacy",
-        "",
-        "| setting | value |",
-        "|---|---|",
-        f"| scheme | {p['scheme']} ({p['variant']}) |",
+        *_encoder_files_and_privacy_head(enc, where, p, joint=joint),
     ]
     if p["scheme"] != "none":
         lines += [f"| m (mask pools, all clients) | {p['m']} (per client: {', '.join(f['pool_sizes'])}) |",
