@@ -157,10 +157,14 @@ def _use(pipeline: dict, key: bool = False, run: str = "RUN_FOLDER") -> list[str
     ]
 
 
-def _encoder_files_and_privacy_head(enc: dict, where: str, p: dict, *, joint: bool) -> list[str]:
-    """The card's encoder file lines (a fine-tuned encoder saved, or the base encoder named), then the head of
-    its Privacy table (shared by the `train` and `federated` cards)."""
+def _files_and_privacy_head(enc: dict, where: str, p: dict, *, joint: bool) -> list[str]:
+    """The card's Files section (the head; a fine-tuned encoder saved, or the base encoder named), then the head
+    of its Privacy table (shared by the `train` and `federated` cards)."""
     return [
+        "## Files",
+        "",
+        "* `head/config.json`, `head/model.safetensors`: the MLP head (privnlu's `MLPHead`, loaded by "
+        "`privnlu.models.saving.load_head`).",
         ("* `config.json`, `model.safetensors` and the tokenizer files: the fine-tuned encoder "
          "(`transformers.AutoModel.from_pretrained` loads this folder); base encoder " + where + "." if joint else
          "* The encoder is not copied: it is the unchanged base encoder " + where
@@ -192,11 +196,7 @@ def model_card(pipeline: dict, record: dict) -> str:
         f"`train` ({'frozen encoder + MLP head' if frozen else 'encoder and head fine-tuned jointly'}) "
         f"under the privacy scheme **{p['variant']}**.",
         "",
-        "## Files",
-        "",
-        "* `head/config.json`, `head/model.safetensors`: the MLP head (privnlu's `MLPHead`, loaded by "
-        "`privnlu.models.saving.load_head`).",
-        *_encoder_files_and_privacy_head(enc, where, p, joint=not frozen),
+        *_files_and_privacy_head(enc, where, p, joint=not frozen),
     ]
     if p["scheme"] != "none":
         lines += [f"| m (mask pool size) | {p['m']} |", f"| k (representations per encoding) | {p['k']} |",
@@ -414,11 +414,7 @@ def federated_card(pipeline: dict, record: dict) -> str:
         f"({'frozen encoder + MLP head' if not joint else 'encoder and head fine-tuned jointly'}), privacy scheme "
         f"**{p['variant']}**.",
         "",
-        "## Files",
-        "",
-        "* `head/config.json`, `head/model.safetensors`: the MLP head (privnlu's `MLPHead`, loaded by "
-        "`privnlu.models.saving.load_head`).",
-        *_encoder_files_and_privacy_head(enc, where, p, joint=joint),
+        *_files_and_privacy_head(enc, where, p, joint=joint),
     ]
     if p["scheme"] != "none":
         lines += [f"| m (mask pools, all clients) | {p['m']} (per client: {', '.join(f['pool_sizes'])}) |",
