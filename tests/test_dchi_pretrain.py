@@ -99,6 +99,33 @@ def test_tied_head_shares_the_table():
     assert not torch.allclose(before[:, 2], after[:, 2])
 
 
+class _RunsCode:
+    def __reduce__(self):
+        return (exec, ("import pathlib; pathlib.Path('PWNED').write_text('x')",))
+
+
+def test_head_file_is_safetensors_and_a_shared_pickle_never_runs(tmp_path, monkeypatch):
+    from privnlu.io import is_pickle
+
+    monkeypatch.chdir(tmp_path)
+    head = mlm.TiedMLMHead(torch.nn.Embedding(7, 3), hidden=5)
+    path = mlm.save_mlm_head(head, tmp_path / mlm.HEAD_FILE)
+    assert not is_pickle(path)
+    got = mlm.load_mlm_head(path)
+    assert set(got) == set(head.state_dict()) and all(torch.equal(got[k], v) for k, v in head.state_dict().items())
+    old = tmp_path / "mlm_head.pt"  # an older privnlu's head: read without running anything
+    torch.save({"head": head.state_dict()}, old)
+    assert torch.equal(mlm.load_mlm_head(old)["bias"], head.state_dict()["bias"])
+    evil = tmp_path / "evil.pt"
+    torch.save({"head": _RunsCode()}, evil)
+    junk = tmp_path / "junk.safetensors"
+    junk.write_bytes(b"not a head")
+    for bad in (evil, junk):
+        with pytest.raises(PrivnluError, match="is not an MLM head"):
+            mlm.load_mlm_head(bad)
+    assert not (tmp_path / "PWNED").exists()
+
+
 CORPUS = [f"sentence number {i} is about {w} and the {w} is here" for i, w in
           enumerate(["cats", "dogs", "rain", "music", "maths", "trains", "cities", "rivers"] * 6)]
 
@@ -157,14 +184,14 @@ def test_cli_pretrain_and_bad_input(tiny_model, tmp_path, capsys):
     code, err = _cli(base + ["--objective", "denoising", "--eta", "30", "--steps", "2", "--warmup-steps", "2",
                              "--out", str(out)], capsys)
     assert code == 0, err
-    assert (out / "encoder" / "config.json").is_file() and (out / "mlm_head_warm.pt").is_file()
+    assert (out / "encoder" / "config.json").is_file() and (out / "mlm_head_warm.safetensors").is_file()
     code, err = _cli(base + ["--objective", "vanilla", "--eta", "30", "--steps", "2", "--init-head",
-                             str(out / "mlm_head_warm.pt"), "--out", str(tmp_path / "v")], capsys)
+                             str(out / "mlm_head_warm.safetensors"), "--out", str(tmp_path / "v")], capsys)
     assert code == 0, err
     assert json.loads((tmp_path / "v" / "pretrain.json").read_text())["steps_done"]["warmup"] == 0
     # continue from the first run's encoder and head (more steps, another seed)
     base_model = base[:2] + base[4:]  # without --model
-    code, err = _cli(base_model + ["--model", str(out / "encoder"), "--init-head", str(out / "mlm_head.pt"),
+    code, err = _cli(base_model + ["--model", str(out / "encoder"), "--init-head", str(out / "mlm_head.safetensors"),
                                    "--objective", "denoising", "--eta", "30", "--steps", "2", "--out", str(tmp_path / "c")],
                      capsys)
     assert code == 0, err
@@ -180,6 +207,7 @@ def test_cli_pretrain_and_bad_input(tiny_model, tmp_path, capsys):
         (["--objective", "mystery", "--eta", "30"], "unknown objective"),
         (["--objective", "vanilla", "--eta", "30", "--dchi-mechanism", "sound"], "invalid choice"),
         (["--objective", "vanilla", "--eta", "30", "--init-head", str(tmp_path / "none.pt")], "no such file"),
+        (["--objective", "vanilla", "--eta", "30", "--init-head", str(corpus)], "is not an MLM head"),
         (["--objective", "vanilla", "--eta", "30", "--mask-prob", "1.5"], "--mask-prob: '1.5' is out of range"),
     ]:
         code, err = _cli(base + extra + ["--out", str(tmp_path / "bad")], capsys)

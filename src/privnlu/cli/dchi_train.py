@@ -71,7 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "MLM on a public corpus privatized on the fly at --eta, with the user-side "
                                    "embedding table frozen. Checkpoints every --checkpoint-every steps; --resume "
                                    "continues. Writes OUT/encoder (a model folder for `dchi finetune --model`), "
-                                   "OUT/mlm_head.pt and OUT/pretrain.json.")
+                                   "OUT/mlm_head.safetensors and OUT/pretrain.json.")
     p.add_argument("--objective", required=True, help=f"one of {', '.join(MLM_OBJECTIVES)}")
     p.add_argument("--eta", type=float, required=True, help="the fine-tuning eta")
     p.add_argument("--out", required=True, help="output folder")
@@ -79,7 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="d_chi release form of the privatized input: text (M_txt, default) or rep (M_rep)")
     p.add_argument("--steps", type=int, default=200, help="privatized adaptation steps (default: 200)")
     p.add_argument("--warmup-steps", type=int, default=100, help="clean head warm-up steps (default: 100)")
-    p.add_argument("--init-head", help="a warmed-up head (OUT/mlm_head_warm.pt of an earlier run): skip the warm-up")
+    p.add_argument("--init-head", help="a warmed-up head (OUT/mlm_head_warm.safetensors of an earlier run): skip the warm-up")
     p.add_argument("--batch-size", type=positive_int, default=16)
     p.add_argument("--max-length", type=positive_int, default=64)
     p.add_argument("--lr", type=float, default=5e-5, help="encoder learning rate")
@@ -203,8 +203,8 @@ def run_pretrain(args: argparse.Namespace) -> int:
         warmup_steps=args.warmup_steps, batch_size=args.batch_size, max_length=args.max_length, lr=args.lr,
         head_lr=args.head_lr, mask_prob=args.mask_prob, draws=args.draws, checkpoint_every=args.checkpoint_every,
         eval_size=args.eval_size, corpus=args.corpus, corpus_limit=args.corpus_limit, seed=args.seed)
-    if args.init_head and not Path(args.init_head).is_file():
-        raise PrivnluError(f"--init-head {args.init_head}: no such file")
+    if args.init_head:
+        mlm.load_mlm_head(args.init_head)  # exists and is a head, before the encoder is loaded
     warn_seed(args)
     rec = mlm.Pretrainer(config, args.out, model=args.model, init_head=args.init_head, log=say,
                           device=args.device, bf16=args.bf16 or "auto").run(

@@ -501,7 +501,7 @@ def pretrain_card(record: dict, origin: dict) -> str:
         "",
         "* `config.json`, `model.safetensors`, tokenizer files: the encoder (`transformers.AutoModel."
         "from_pretrained` loads this folder; `privnlu dchi finetune --model` takes it). No task head: the tied MLM "
-        "head is `mlm_head.pt` beside this folder.",
+        "head is `mlm_head.safetensors` beside this folder.",
         "",
         "## Privacy",
         "",

@@ -42,7 +42,7 @@ from torch import nn
 from ..choices import MLM_OBJECTIVES
 from ..data import load_public_corpus
 from ..errors import PrivnluError, require_at_least_one, require_choice, require_learning_rate
-from ..io import remove_stale_temps, torch_save_atomic, write_json_atomic
+from ..io import is_pickle, remove_stale_temps, torch_save_atomic, write_atomic, write_json_atomic
 from ..mechanisms.dchi import TokenSpace, check_eta, m_rep, m_txt, privatized_positions
 from ..models.precision import autocast, resolve_bf16
 from ..rng import SecretGenerator, derive_seed, seeded_torch
@@ -54,6 +54,35 @@ OBJECTIVES = MLM_OBJECTIVES
 INPUT_MECHANISMS = ("text", "rep")
 PHASES = ("warmup", "adapt")
 EVAL_MASK_SEED = 1234  # masking of the held-out evaluation text (public, not secret)
+
+
+HEAD_FILE = "mlm_head.safetensors"
+WARM_HEAD_FILE = "mlm_head_warm.safetensors"
+
+
+def save_mlm_head(head: nn.Module, path: Path) -> Path:
+    """The head's own weights (dense, norm, bias; not the tied table) as safetensors, written atomically."""
+    from safetensors.torch import save_file
+
+    state = {k: v.detach().cpu().contiguous() for k, v in head.state_dict().items()}
+    return write_atomic(path, lambda p: save_file(state, str(p), metadata={"format": "pt", "privnlu": "mlm_head"}))
+
+
+def load_mlm_head(path: str | Path) -> dict[str, torch.Tensor]:
+    """A head written by :func:`save_mlm_head`. A head an older privnlu wrote with ``torch.save`` (``*.pt``) is read
+    with ``weights_only=True``, which runs no code from the file; nothing else is ever unpickled."""
+    path = Path(path)
+    if not path.is_file():
+        raise PrivnluError(f"--init-head {path}: no such file")
+    try:
+        if is_pickle(path):
+            return torch.load(path, map_location="cpu", weights_only=True)["head"]
+        from safetensors.torch import load_file
+
+        return load_file(str(path))
+    except Exception:
+        raise PrivnluError(f"--init-head {path} is not an MLM head written by privnlu dchi pretrain "
+                           f"(OUT/{WARM_HEAD_FILE} or OUT/{HEAD_FILE})") from None
 
 
 class TiedMLMHead(nn.Module):
@@ -210,7 +239,11 @@ class Pretrainer:
                                     eps=getattr(self.model.config, "layer_norm_eps", 1e-12)).to(device)
         self.init_head = str(init_head) if init_head else None
         if init_head:
-            self.head.load_state_dict(_load(Path(init_head))["head"])
+            state = load_mlm_head(init_head)
+            try:
+                self.head.load_state_dict(state)
+            except RuntimeError:
+                raise PrivnluError(f"--init-head {init_head} does not fit this model (another encoder's head?)") from None
         texts = texts if texts is not None else load_public_corpus(config.corpus, config.corpus_limit).texts_a
         if len(texts) < config.eval_size + config.batch_size:
             raise PrivnluError(f"the corpus has {len(texts)} texts; need at least eval-size + batch-size = "
@@ -348,7 +381,7 @@ class Pretrainer:
         if phase == "warmup":
             state["evals"]["clean_after_warmup"] = self.masked_accuracy(None)
             state["evals"]["private_after_warmup"] = self.masked_accuracy(self.config.eta)
-            torch_save_atomic(self.out / "mlm_head_warm.pt", {"head": self.head.state_dict()})
+            save_mlm_head(self.head, self.out / WARM_HEAD_FILE)
             self.log(f"after warm-up: clean {state['evals']['clean_after_warmup']:.4f}, "
                      f"privatized (eta={self.config.eta:g}) {state['evals']['private_after_warmup']:.4f}")
         else:
@@ -373,7 +406,7 @@ class Pretrainer:
         # save_pretrained (safetensors) + tokenizer, no local path, a model card; staged and renamed into place
         export_pretrained_encoder(self.out / "encoder", model=self.model, tokenizer=self.tokenizer, record=rec,
                                   base_model=self.base_model)
-        torch_save_atomic(self.out / "mlm_head.pt", {"head": self.head.state_dict()})
+        save_mlm_head(self.head, self.out / HEAD_FILE)
         write_json_atomic(self.out / "pretrain.json", rec)
         return rec
 
