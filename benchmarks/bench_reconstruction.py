@@ -1,7 +1,7 @@
 """Benchmark: the Xie & Hong 2021 reconstruction attack, all pairs or on a k-NN graph, with time and memory.
 
     PYTHONPATH=src python benchmarks/bench_reconstruction.py [--task cola] [--train-limit N] [--n 100] [--epochs 50]
-        [--k 4] [--m 1] [--graph 0] [--methods ...] [--threads 1] [--out FILE]
+        [--k 4] [--m 1] [--graph 0] [--methods ...] [--nmf-seeds clique] [--threads 1] [--out FILE]
 
 ``--graph 0`` scores all ``N^2`` pairs (the paper's "all pairs of the encoded data"); ``--graph K`` only the
 pairs of a K-nearest-neighbour graph of the ``|e|`` features (:mod:`privnlu.attacks.reconstruction_sparse`).
@@ -68,6 +68,8 @@ def main() -> None:
     ap.add_argument("--graph", type=int, default=0)
     ap.add_argument("--nmf-iters", type=int, default=150)
     ap.add_argument("--methods", default="")
+    ap.add_argument("--nmf-support", type=int, default=32, help="sparse nmf: groups per encoding")
+    ap.add_argument("--nmf-seeds", default="clique", help="the groups nmf starts from: clique or paper-greedy")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--ref-rows", type=int, default=50)
     ap.add_argument("--seed", type=int, default=1)
@@ -87,7 +89,8 @@ def main() -> None:
     order = torch.randperm(len(x), generator=g)
     priv, aux, dis = order[: args.n], order[args.n : args.n + 2000], order[args.n + 2000 : args.n + 7000]
     methods = tuple(args.methods.split(",")) if args.methods else (SPARSE_CLUSTERINGS if args.graph else CLUSTERINGS)
-    cfg = ReconstructionConfig(seed=0, graph=args.graph, nmf_iters=args.nmf_iters)
+    cfg = ReconstructionConfig(seed=0, graph=args.graph, nmf_iters=args.nmf_iters, nmf_seeds=args.nmf_seeds,
+                               nmf_support=args.nmf_support)
     t0 = time.perf_counter()
     c0 = resource.getrusage(resource.RUSAGE_SELF)
     rec = reconstruction_audit(x[priv], labels[priv], Condition("bench", parse_m(args.m), args.k), SecretGenerator(args.seed, warn=False),
@@ -103,6 +106,7 @@ def main() -> None:
     scoring = rec["methods"][methods[0]]["seconds"]["score_pairs"]
     out = {"kind": "attack", "attack": "reconstruct-scale", "task": args.task, "train_limit": args.train_limit, "source": source, "threads": args.threads, "n_private": args.n, "n_encodings": args.n * args.epochs, "m": args.m,
            "k": args.k, "graph_neighbours": args.graph or None, "nmf_iters": args.nmf_iters,
+           "nmf_seeds": args.nmf_seeds, "nmf_support": args.nmf_support,
            "attack_total_seconds": round(total, 1), "attack_cpu_seconds": round(cpu, 1), "peak_rss_gib": round(peak_gib, 2),
            "stages": {m: v["seconds"] for m, v in rec["methods"].items()},
            "success": {m: {k: v[k] for k in v if k.startswith("success")} for m, v in rec["methods"].items()},

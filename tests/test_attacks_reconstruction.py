@@ -413,6 +413,33 @@ def test_sparse_graph_attack_equals_all_pairs_on_the_complete_graph():
     s = rs.nmf_sparse(A, dense, size, iters=40, support=6)
     agree = np.mean([len(set(a.tolist()) & set(b.tolist())) / size for a, b in zip(d, s)])
     assert agree > 0.97
+    logits = torch.logit(prob.clamp(1e-6, 1 - 1e-6)) + 0.01 * torch.randn(prob.shape, generator=torch.Generator().manual_seed(2))
+    logits = 0.5 * (logits + logits.T)
+    logits.fill_diagonal_(-math.inf)
+    L = rs.sym_csr(lo, hi, logits[lo, hi].numpy(), len(prob))
+    for grow in (size, int(size * 1.25)):
+        want = [c.tolist() for c in clique_clusters(logits, 6, 2, size=grow)]
+        assert [c.tolist() for c in rs.clique_sparse(L, 6, 2, grow)] == want
+
+
+def test_sparse_clique_groups_are_cliques_of_the_graph():
+    """On a graph that misses some same-group pairs, a clique group only holds pairwise neighbours."""
+    from privnlu.attacks import reconstruction_sparse as rs
+
+    truth = torch.arange(40) // 10
+    g = torch.Generator().manual_seed(3)
+    logits = torch.where(truth[:, None] == truth[None, :], 2.0, -2.0) + 0.2 * torch.randn(40, 40, generator=g)
+    lo, hi = rs.complete_graph(40)
+    keep = torch.rand(len(lo), generator=g).numpy() > 0.2  # drop 20 % of the edges
+    lo, hi = lo[keep], hi[keep]
+    L = rs.sym_csr(lo, hi, (0.5 * (logits + logits.T))[lo, hi].numpy(), 40)
+    edges = set(zip(lo.tolist(), hi.tolist()))
+    groups = rs.clique_sparse(L, 4, 1, 12)
+    assert len(groups) == 4
+    for c in groups:
+        m = sorted(c.tolist())
+        assert all((a, b) in edges for i, a in enumerate(m) for b in m[i + 1:])
+        assert len(set(truth[c].tolist())) == 1 and len(m) >= 4  # pure, and not trivially small
 
 
 def test_knn_graph_attack_agrees_with_all_pairs_attack_on_a_small_release():
@@ -430,14 +457,15 @@ def test_knn_graph_attack_agrees_with_all_pairs_attack_on_a_small_release():
     assert sparse["methods"]["nmf"]["success"] >= 70
     with pytest.raises(PrivnluError, match="needs all pairs"):
         reconstruction_audit(x, y, Condition("c", 1, 2), SecretGenerator(1, warn=False), config=replace(cfg, graph=80),
-                             methods=("clique",), **kw)
+                             methods=("threshold",), **kw)
 
 
 def test_cli_graph_refuses_all_pairs_clusterings(capsys, tmp_path):
     from privnlu.cli.main import main
 
     out = tmp_path / "o.json"
-    code = main(["attack", "reconstruct", "--task", "sst2", "--graph", "50", "--methods", "clique", "--out", str(out)])
-    assert code == 2 and "--graph runs only paper-greedy, nmf, not 'clique'" in capsys.readouterr().err and not out.exists()
+    code = main(["attack", "reconstruct", "--task", "sst2", "--graph", "50", "--methods", "threshold", "--out", str(out)])
+    assert code == 2 and "--graph runs only paper-greedy, clique, nmf, not 'threshold'" in capsys.readouterr().err
+    assert not out.exists()
     code = main(["attack", "reconstruct", "--task", "sst2", "--methods", "greedy", "--out", str(out)])
     assert code == 2 and "unknown clustering 'greedy'" in capsys.readouterr().err  # renamed: threshold / paper-greedy

@@ -56,7 +56,8 @@ from .search import CosineIndex
 from .threat import Attack, AttackerView, Grant
 
 CLUSTERINGS = ("paper-greedy", "threshold", "clique", "nmf")
-SPARSE_CLUSTERINGS = ("paper-greedy", "nmf")  # the ones that run on a k-NN graph
+SPARSE_CLUSTERINGS = ("paper-greedy", "clique", "nmf")  # the ones that run on a k-NN graph
+NMF_SEEDS = ("clique", "paper-greedy")  # the groups nmf starts from
 SOLVERS = ("alternating", "adam")
 
 
@@ -86,6 +87,7 @@ class ReconstructionConfig:
     sim_max_n: int = 200  # examples per simulated release (pair statistics do not depend on n; bounds memory)
     graph: int = 0  # 0: score all pairs; > 0: only a k-NN graph with this many neighbours per encoding
     nmf_support: int = 32  # sparse nmf: groups per encoding
+    nmf_seeds: str = "clique"  # the groups nmf starts from: clique growth, or the paper's greedy rule
 
     def __post_init__(self) -> None:
         for name in ("hidden", "rank", "sim_releases", "sim_epochs", "pairs_per_release", "train_epochs", "ls_steps", "block"):
@@ -95,6 +97,7 @@ class ReconstructionConfig:
         require(self.lr > 0 and self.ls_lr > 0 and self.mlp_lr > 0, "reconstruction: learning rates must be positive")
         require(self.graph >= 0, "reconstruction: graph (neighbours) must be >= 0")
         require(self.solver in SOLVERS, f"reconstruction: unknown solver '{self.solver}'; choose from {', '.join(SOLVERS)}")
+        require(self.nmf_seeds in NMF_SEEDS, f"reconstruction: nmf seeds are {', '.join(NMF_SEEDS)}, not '{self.nmf_seeds}'")
 
 
 def features(enc: torch.Tensor) -> torch.Tensor:
@@ -481,7 +484,6 @@ class ReconstructionAttack(Attack):
         index = CosineIndex(view.candidates.x.abs()) if view.candidates is not None else None
         out = []
         size = k * epochs
-        seeds: list[torch.Tensor] | None = None  # nmf starts from the clique groups (k-NN graph: paper-greedy groups)
         done: dict[str, list[torch.Tensor]] = {}
         for method in self.methods:
             t1 = time.perf_counter()
@@ -490,17 +492,14 @@ class ReconstructionAttack(Attack):
             elif method == "threshold":
                 clusters = threshold_clusters(pairs.logits["factorised"], n, k, cfg.threshold)
             elif method == "clique":
-                clusters = done.get("clique") or clique_clusters(pairs.logits["factorised"], n, k, size=int(round(size * 1.25)),
-                                                                  threshold=cfg.threshold)
-            else:
-                if seeds is None:
-                    seeds = pairs.paper_greedy("factorised", n, k, size) if cfg.graph else (
-                        done.get("clique") or clique_clusters(pairs.logits["factorised"], n, k, size=int(round(size * 1.25)),
-                                                              threshold=cfg.threshold))
+                clusters = done.get("clique") or pairs.clique(n, k, size)
+            else:  # nmf, from the clique groups (or the paper's greedy groups, with the factorised network)
+                if cfg.nmf_seeds == "clique":
+                    seeds = done["clique"] = done.get("clique") or pairs.clique(n, k, size)
+                else:
+                    seeds = pairs.paper_greedy("factorised", n, k, size)
                 clusters = pairs.nmf(seeds, size)
             done[method] = clusters
-            if method == "clique":
-                seeds = clusters
             t_cl = time.perf_counter() - t1  # for nmf: includes its seeds when they were not run already
             t1 = time.perf_counter()
             slots, mask, lam0, cls = label_coefficients(clusters, y, len(enc))
@@ -574,6 +573,17 @@ class _PairGraph:
         lo, hi = self.edges
         P = rs.sym_csr(lo, hi, 1.0 / (1.0 + np.exp(-np.asarray(logit, dtype=np.float64))), self.n_enc)
         return paper_greedy_clusters(rs.csr_rows(P), self.n_enc, n, k, size, strength=np.asarray(P.sum(1)).ravel())
+
+    def clique(self, n: int, k: int, size: int) -> list[torch.Tensor]:
+        """Clique growth up to 1.25 x the group size (all pairs, or the cliques of the k-NN graph)."""
+        from . import reconstruction_sparse as rs
+
+        grow = int(round(size * 1.25))
+        if self.edges is None:
+            return clique_clusters(self.logits["factorised"], n, k, size=grow, threshold=self.cfg.threshold)
+        lo, hi = self.edges
+        return rs.clique_sparse(rs.sym_csr(lo, hi, np.asarray(self.logits["factorised"]), self.n_enc), n, k, grow,
+                                self.cfg.threshold)
 
     def nmf(self, seeds: list[torch.Tensor], size: int) -> list[torch.Tensor]:
         from . import reconstruction_sparse as rs

@@ -40,7 +40,7 @@ def register(asub: argparse._SubParsersAction) -> None:
                    help="attacker's same-distribution examples, disjoint from the private ones (default: 2000)")
     r.add_argument("--methods", default="paper-greedy,threshold,clique,nmf",
                    help="clustering methods: paper-greedy (the paper's rule, on its vanilla MLP), and privnlu's threshold, "
-                        "clique, nmf (default: all four; with --graph: paper-greedy,nmf)")
+                        "clique, nmf (default: all four; with --graph: paper-greedy,clique,nmf)")
     r.add_argument("--graph", type=positive_int, help="score only a k-NN graph with this many neighbours per encoding "
                    "(large releases; default: all pairs)")
     r.add_argument("--distractors", type=int, default=5000,
@@ -235,12 +235,10 @@ def run_reconstruct(args: argparse.Namespace) -> int:
 
 def reconstruction_settings(args: argparse.Namespace, epochs: int):
     """(clustering methods, the attacker's :class:`ReconstructionConfig`) from the command line."""
-    from ..attacks.reconstruction import CLUSTERINGS, ReconstructionConfig
-
-    from ..attacks.reconstruction import SPARSE_CLUSTERINGS
+    from ..attacks.reconstruction import CLUSTERINGS, SPARSE_CLUSTERINGS, ReconstructionConfig
 
     graph = getattr(args, "graph", None) or 0
-    text = "paper-greedy,nmf" if graph and args.methods == "paper-greedy,threshold,clique,nmf" else args.methods
+    text = ",".join(SPARSE_CLUSTERINGS) if graph and args.methods == ",".join(CLUSTERINGS) else args.methods
     methods = tuple(m.strip() for m in text.split(",") if m.strip())
     require(bool(methods), "--methods is empty")
     for m in methods:
