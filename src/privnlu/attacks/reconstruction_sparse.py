@@ -169,6 +169,33 @@ def nmf_support(affinity: sp.csr_matrix, seeds: list[torch.Tensor], support: int
     return out
 
 
+def _padded_support(S: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's support groups as a padded (N, w) array (pad: the extra group ``G``), and the (row, slot) of
+    every stored entry in CSR order."""
+    counts = np.diff(S.indptr)
+    rows = np.repeat(np.arange(S.shape[0]), counts)
+    slot = np.arange(S.nnz) - np.repeat(S.indptr[:-1], counts)
+    ids = np.full((S.shape[0], max(int(counts.max(initial=0)), 1)), S.shape[1], dtype=np.int64)
+    ids[rows, slot] = S.indices
+    return ids, rows, slot
+
+
+def _gram_on_support(H: sp.csr_matrix, slots: tuple[np.ndarray, np.ndarray, np.ndarray], chunk: int = 4096) -> np.ndarray:
+    """``H (H^T H)`` at H's own entries, in ``H.data`` order. Row i only needs the w x w block of ``H^T H`` on its
+    support, so a row costs w^2 instead of the w G of the full product (and no N x G temporary)."""
+    ids, rows, slot = slots
+    g = H.shape[1]
+    gram = np.zeros((g + 1, g + 1))
+    gram[:g, :g] = (H.T @ H).toarray()
+    vals = np.zeros(ids.shape)
+    vals[rows, slot] = H.data
+    out = np.empty(ids.shape)
+    for s in range(0, len(ids), chunk):
+        i = ids[s : s + chunk]
+        out[s : s + chunk] = np.matmul(vals[s : s + chunk, None, :], gram[i[:, :, None], i[:, None, :]])[:, 0, :]
+    return out[rows, slot]
+
+
 def nmf_sparse(affinity: sp.csr_matrix, seeds: list[torch.Tensor], size: int, *, iters: int = 150,
                support: int = 32) -> list[torch.Tensor]:
     """Symmetric NMF on a sparse affinity with ``H`` on a fixed sparse support (module docstring); group j is
@@ -183,12 +210,11 @@ def nmf_sparse(affinity: sp.csr_matrix, seeds: list[torch.Tensor], size: int, *,
     pattern = S.copy()
     pattern.data[:] = 1e-300
     A = affinity.astype(np.float64)
+    slots = _padded_support(S)
     for _ in range(iters):
         num = (A @ H + pattern).multiply(S).tocsr()
-        den = (H @ (H.T @ H) + pattern).multiply(S).tocsr()
         num.sort_indices()
-        den.sort_indices()
-        H.data *= 0.5 + 0.5 * num.data / np.maximum(den.data, 1e-12)
+        H.data *= 0.5 + 0.5 * num.data / np.maximum(_gram_on_support(H, slots), 1e-12)
     Hc = H.tocsc()
     out = []
     for j in range(Hc.shape[1]):
