@@ -7,12 +7,9 @@
 set -u
 cd "$(dirname "$0")/.."
 . scripts/env.sh
-export OMP_NUM_THREADS=2
-R="nice -n 10 $PY -m privnlu.cli.main reproduce"
 echo "start $(date -u +%T)"
 for task in sst2 cola stsb mrpc rte; do
-  $R huang2020-table1 --scale cpu --mode joint --batch-size 32 --epochs 3 --tasks $task \
-      --out runs/i10/table1-joint
+  table1_joint $task
   echo "$task done $(date -u +%T)"
 done
 echo "queue done $(date -u +%T)"
