@@ -440,6 +440,8 @@ def test_sparse_clique_groups_are_cliques_of_the_graph():
         m = sorted(c.tolist())
         assert all((a, b) in edges for i, a in enumerate(m) for b in m[i + 1:])
         assert len(set(truth[c].tolist())) == 1 and len(m) >= 4  # pure, and not trivially small
+    path = rs.sym_csr(np.array([0, 1]), np.array([1, 2]), np.array([1.0, 2.0], dtype=np.float32), 5)  # 3, 4: no edges
+    assert [c.tolist() for c in rs.clique_sparse(path, 4, 1, 3)] == [[1, 2], [0], [3], [4]]  # 0 and 2 are no edge
 
 
 def test_knn_graph_attack_agrees_with_all_pairs_attack_on_a_small_release():

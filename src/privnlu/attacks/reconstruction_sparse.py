@@ -110,8 +110,7 @@ def clique_sparse(logits: sp.csr_matrix, n: int, k: int, size: int, threshold: f
     the same groups."""
     n_enc = logits.shape[0]
     indptr, indices, data = logits.indptr, logits.indices, logits.data
-    degree = np.add.reduceat((data > threshold).astype(np.int64), indptr[:-1]) if len(data) else np.zeros(n_enc, np.int64)
-    degree[np.diff(indptr) == 0] = 0  # reduceat repeats the next row's value for an empty row
+    degree = np.bincount(np.repeat(np.arange(n_enc), np.diff(indptr)), weights=data > threshold, minlength=n_enc)
     count = np.zeros(n_enc, dtype=np.int64)
     used_seed = np.zeros(n_enc, dtype=bool)
     clusters: list[torch.Tensor] = []
