@@ -13,8 +13,9 @@ searched in blocks), symmetrised: ``E <= N * neighbours`` edges. Memory is ``O(E
 * symmetric NMF (``H <- H o (1/2 + 1/2 (A H) / (H H^T H))``, privnlu's clustering) with the affinity ``A``
   restricted to the edges and ``H`` restricted to a fixed support of ``support`` groups per encoding, the
   groups of its seed and of its neighbours (:func:`nmf_sparse`): the multiplicative update keeps zeros at
-  zero, so the support is fixed from the start. With the complete graph and full support it is the
-  all-pairs :func:`~privnlu.attacks.reconstruction.nmf_clusters` exactly.
+  zero, so the support is fixed from the start, and both products are computed only on it (a block of rows
+  at a time for ``A H``; a w x w block of ``H^T H`` per row for the denominator). With the complete graph and full
+  support it is the all-pairs :func:`~privnlu.attacks.reconstruction.nmf_clusters` exactly.
 """
 
 from __future__ import annotations
@@ -179,6 +180,17 @@ def _padded_support(S: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return ids, rows, slot
 
 
+def _product_on_support(A: sp.csr_matrix, H: sp.csr_matrix, S: sp.csr_matrix, rows: np.ndarray,
+                        chunk: int = 4096) -> np.ndarray:
+    """``A H`` at the entries of ``S`` (CSR order), a block of rows at a time: no N x G temporary."""
+    out = np.empty(S.nnz)
+    for s in range(0, S.shape[0], chunk):
+        e = min(S.shape[0], s + chunk)
+        a, b = S.indptr[s], S.indptr[e]
+        out[a:b] = (A[s:e] @ H).toarray()[rows[a:b] - s, S.indices[a:b]]
+    return out
+
+
 def _gram_on_support(H: sp.csr_matrix, slots: tuple[np.ndarray, np.ndarray, np.ndarray], chunk: int = 4096) -> np.ndarray:
     """``H (H^T H)`` at H's own entries, in ``H.data`` order. Row i only needs the w x w block of ``H^T H`` on its
     support, so a row costs w^2 instead of the w G of the full product (and no N x G temporary)."""
@@ -206,14 +218,11 @@ def nmf_sparse(affinity: sp.csr_matrix, seeds: list[torch.Tensor], size: int, *,
     H.data[:] = 0.001
     H = (H + 0.099 * M.multiply(S)).tocsr()
     H.sort_indices()
-    pattern = S.copy()
-    pattern.data[:] = 1e-300
     A = affinity.astype(np.float64)
     slots = _padded_support(S)
     for _ in range(iters):
-        num = (A @ H + pattern).multiply(S).tocsr()
-        num.sort_indices()
-        H.data *= 0.5 + 0.5 * num.data / np.maximum(_gram_on_support(H, slots), 1e-12)
+        num = _product_on_support(A, H, S, slots[1])
+        H.data *= 0.5 + 0.5 * num / np.maximum(_gram_on_support(H, slots), 1e-12)
     Hc = H.tocsc()
     out = []
     for j in range(Hc.shape[1]):
