@@ -68,7 +68,7 @@ def main() -> None:
     ap.add_argument("--graph", type=int, default=0)
     ap.add_argument("--nmf-iters", type=int, default=150)
     ap.add_argument("--methods", default="")
-    ap.add_argument("--nmf-support", type=int, default=32, help="sparse nmf: groups per encoding")
+    ap.add_argument("--nmf-support", type=int, default=64, help="sparse nmf: groups per encoding")
     ap.add_argument("--nmf-seeds", default="clique", help="the groups nmf starts from: clique or paper-greedy")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--ref-rows", type=int, default=50)

@@ -14,13 +14,13 @@ run() {
   echo "$out $(python3 -c "import json;d=json.load(open('$out'));print({m: v['success'] for m, v in d['success'].items()}, d['attack_cpu_seconds'], d['peak_rss_gib'])")"
 }
 run dense_n100 --n 100 --graph 0 --nmf-iters 150 --methods clique,nmf
-run v_n100_g100_i60 --n 100 --graph 100 --nmf-iters 60 --methods clique,nmf
+run v_n100_g100_i60 --n 100 --graph 100 --nmf-iters 60 --methods clique,nmf --nmf-support 32
 run v_n100_g100_i150_s64 --n 100 --graph 100 --nmf-iters 150 --nmf-support 64 --methods clique,nmf
-run v_n100_g200_i150_s32 --n 100 --graph 200 --nmf-iters 150 --methods clique,nmf
+run v_n100_g200_i150_s32 --n 100 --graph 200 --nmf-iters 150 --methods clique,nmf --nmf-support 32
 run v_n100_g200_i150_s64 --n 100 --graph 200 --nmf-iters 150 --nmf-support 64 --methods clique,nmf
 run v_n100_g400_i150_s64 --n 100 --graph 400 --nmf-iters 150 --nmf-support 64 --methods clique,nmf
-run v_n300_g100_i150 --n 300 --graph 100 --nmf-iters 150 --methods clique,nmf
-run v_n300_g200_i60 --n 300 --graph 200 --nmf-iters 60 --methods clique,nmf
+run v_n300_g100_i150 --n 300 --graph 100 --nmf-iters 150 --methods clique,nmf --nmf-support 32
+run v_n300_g200_i60 --n 300 --graph 200 --nmf-iters 60 --methods clique,nmf --nmf-support 32
 # session 5's seeding against session 6's, n = 300, 100 neighbours, 60 iterations
-run scale_sst2_n300_clique --n 300 --graph 100 --nmf-iters 60 --methods paper-greedy,clique,nmf --nmf-seeds clique
-run scale_sst2_n300_paper-greedy --n 300 --graph 100 --nmf-iters 60 --methods nmf --nmf-seeds paper-greedy
+run scale_sst2_n300_clique --n 300 --graph 100 --nmf-iters 60 --methods paper-greedy,clique,nmf --nmf-seeds clique --nmf-support 32
+run scale_sst2_n300_paper-greedy --n 300 --graph 100 --nmf-iters 60 --methods nmf --nmf-seeds paper-greedy --nmf-support 32

@@ -86,7 +86,7 @@ class ReconstructionConfig:
     mlp_epochs: int = 3
     sim_max_n: int = 200  # examples per simulated release (pair statistics do not depend on n; bounds memory)
     graph: int = 0  # 0: score all pairs; > 0: only a k-NN graph with this many neighbours per encoding
-    nmf_support: int = 32  # sparse nmf: groups per encoding
+    nmf_support: int = 64  # sparse nmf: groups per encoding (session 6: 64; 32 lost 3 points at n = 100)
     nmf_seeds: str = "clique"  # the groups nmf starts from: clique growth, or the paper's greedy rule
 
     def __post_init__(self) -> None:
