@@ -95,6 +95,8 @@ def test_tiny_audit_end_to_end_resumes_and_reports(tiny_model, cache_dir, tmp_pa
     assert by["dp-ie"]["guarantee"]["epsilon"] == pytest.approx(8.0, rel=0.05)
     assert by["dchi-text"]["guarantee"]["eta"] > 0 and 0 <= by["dchi-text"]["own_leakage"]["token_survival"] <= 1
     assert "keyless_abs_head" in by["texthide-inter"]["own_leakage"]
+    assert by["texthide-intra"]["examples"][0]["released"] == "3 mixed, masked encodings"
+    assert by["dp-ie"]["examples"][0]["released"] == "3 mixed, noised encodings"  # the paper's Algorithm 1: no mask
     # a rerun with the same settings trains nothing
     monkeypatch.setattr(run_mod, "run_point", lambda *a, **k: pytest.fail("a finished point was rerun"))
     assert [r["name"] for r in run_audit(s, out, progress=False)] == [r["name"] for r in recs]

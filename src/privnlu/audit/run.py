@@ -175,10 +175,11 @@ def _reconstruct(ctx: Context, point: GridPoint, mechanism=None) -> tuple[list[i
     for m in r["methods"].values():
         m.pop("guesses", None)
         m.pop("group_truth", None)
+    form = ", ".join(["mixed"] + ["masked"] * bool(point.m) + ["noised"] * (mechanism is not None))
     examples = []
     for i in range(min(N_EXAMPLES, ctx.n)):
         named = [g for g, t in zip(guesses, truth) if t == i]
-        examples.append({"private": texts[i], "released": f"{s.attack_epochs} mixed, masked encodings",
+        examples.append({"private": texts[i], "released": f"{s.attack_epochs} {form} encodings",
                          "recovered": ctx.candidates.texts[named[0]] if named else "(no group formed for it)"})
     own = {"reconstruction_method": best, "reconstruction_success": res["success"],
            "methods": {m: {"success": v["success"], "sentence_identity": v.get("sentence_identity")} for m, v in r["methods"].items()},
