@@ -169,6 +169,13 @@ def _files_and_privacy_head(enc: dict, where: str, p: dict, *, joint: bool) -> l
          "(`transformers.AutoModel.from_pretrained` loads this folder); base encoder " + where + "." if joint else
          "* The encoder is not copied: it is the unchanged base encoder " + where
          + f", fingerprint `{enc['fingerprint'][:16]}`."),
+        *_representation_and_privacy_head(enc, f"{p['scheme']} ({p['variant']})"),
+    ]
+
+
+def _representation_and_privacy_head(enc: dict, scheme: str) -> list[str]:
+    """The Files section's last lines (pooling, ``privnlu.json``) and the Privacy table's head and scheme row."""
+    return [
         f"* Sentence representation: `{enc['pooling']}` pooling, at most {enc['max_length']} tokens.",
         "* `privnlu.json`: how `privnlu predict` applies the model.",
         "",
@@ -176,7 +183,7 @@ def _files_and_privacy_head(enc: dict, where: str, p: dict, *, joint: bool) -> l
         "",
         "| setting | value |",
         "|---|---|",
-        f"| scheme | {p['scheme']} ({p['variant']}) |",
+        f"| scheme | {scheme} |",
     ]
 
 
@@ -317,14 +324,7 @@ def dchi_card(pipeline: dict, record: dict) -> str:
            else "(privnlu's `MLPHead` without hidden layers: the linear layer on the pooled representation)")
         + ", loaded by `privnlu.models.saving.load_head`.",
         body,
-        f"* Sentence representation: `{enc['pooling']}` pooling, at most {enc['max_length']} tokens.",
-        "* `privnlu.json`: how `privnlu predict` applies the model.",
-        "",
-        "## Privacy",
-        "",
-        "| setting | value |",
-        "|---|---|",
-        f"| scheme | {'d_chi-privacy' if private else 'none'} ({mode} mode) |",
+        *_representation_and_privacy_head(enc, f"{'d_chi-privacy' if private else 'none'} ({mode} mode)"),
     ]
     if private:
         lines += [f"| mechanism | {DCHI_RELEASE[mode][0]} |", f"| eta | {eta:g} |",
