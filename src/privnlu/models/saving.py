@@ -75,15 +75,20 @@ def head_config(head: nn.Module, *, label_names: tuple[str, ...] = ()) -> dict[s
     }
 
 
-def save_head(head: nn.Module, folder: str | Path, *, label_names: tuple[str, ...] = ()) -> Path:
-    """Write ``folder/config.json`` and ``folder/model.safetensors`` (the caller stages ``folder``)."""
+def save_weights(module: nn.Module, path: str | Path, kind: str) -> None:
+    """``module``'s state dict as float32 safetensors at ``path``; the metadata names the privnlu class ``kind``."""
     from safetensors.torch import save_file
 
+    state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in module.state_dict().items()}
+    save_file(state, str(path), metadata={"format": "pt", "privnlu": kind})
+
+
+def save_head(head: nn.Module, folder: str | Path, *, label_names: tuple[str, ...] = ()) -> Path:
+    """Write ``folder/config.json`` and ``folder/model.safetensors`` (the caller stages ``folder``)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     cfg = head_config(head, label_names=label_names)
-    state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in head.state_dict().items()}
-    save_file(state, str(folder / WEIGHTS), metadata={"format": "pt", "privnlu": "MLPHead"})
+    save_weights(head, folder / WEIGHTS, "MLPHead")
     (folder / "config.json").write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
     return folder
 
@@ -288,16 +293,13 @@ BILSTM_DIR = "bilstm"
 
 def save_bilstm(body: nn.Module, folder: Path) -> None:
     """A :class:`~privnlu.models.bilstm.BiLSTMEncoder` as ``folder/config.json`` + ``folder/model.safetensors``."""
-    from safetensors.torch import save_file
-
     folder.mkdir(parents=True, exist_ok=True)
     emb = body.word_embeddings
     cfg = {"architectures": ["privnlu.BiLSTMEncoder"], "library_name": "privnlu",
            "vocab_size": emb.num_embeddings, "embedding_dim": emb.embedding_dim, "hidden": body.hidden,
            "layers": body.lstm.num_layers, "dropout": body.dropout.p, "pad_id": emb.padding_idx,
            "privnlu_version": __version__}
-    state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in body.state_dict().items()}
-    save_file(state, str(folder / WEIGHTS), metadata={"format": "pt", "privnlu": "BiLSTMEncoder"})
+    save_weights(body, folder / WEIGHTS, "BiLSTMEncoder")
     (folder / "config.json").write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
 
 

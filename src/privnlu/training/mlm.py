@@ -62,10 +62,9 @@ WARM_HEAD_FILE = "mlm_head_warm.safetensors"
 
 def save_mlm_head(head: nn.Module, path: Path) -> Path:
     """The head's own weights (dense, norm, bias; not the tied table) as safetensors, written atomically."""
-    from safetensors.torch import save_file
+    from ..models.saving import save_weights
 
-    state = {k: v.detach().cpu().contiguous() for k, v in head.state_dict().items()}
-    return write_atomic(path, lambda p: save_file(state, str(p), metadata={"format": "pt", "privnlu": "mlm_head"}))
+    return write_atomic(path, lambda p: save_weights(head, p, "mlm_head"))
 
 
 def load_mlm_head(path: str | Path) -> dict[str, torch.Tensor]:
