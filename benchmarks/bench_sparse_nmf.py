@@ -1,7 +1,9 @@
-"""Benchmark: one sparse-nmf iteration with both products computed only on the support (privnlu), against the
-full sparse products masked afterwards (the session-5 implementation), in the same process.
+"""Benchmark: one sparse-nmf iteration with both products computed only on the support (privnlu, on 1 and on
+``--threads`` threads), against the full sparse products masked afterwards (the session-5 implementation) and the
+session-6 denominator (a w x w block of ``H^T H`` gathered per row), in the same process.
 
     PYTHONPATH=src python benchmarks/bench_sparse_nmf.py [--n 50000] [--groups 1000] [--degree 200] [--support 64]
+        [--threads 2]
 
 Synthetic graph of the size of a 1,000-example x 50-encoding release with 200 neighbours per encoding (random
 edges and affinities: the cost depends on the shapes, not on the values). Prints seconds per product and the
@@ -26,6 +28,7 @@ def main() -> None:
     ap.add_argument("--groups", type=int, default=1000)
     ap.add_argument("--degree", type=int, default=200)
     ap.add_argument("--support", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
@@ -40,7 +43,7 @@ def main() -> None:
     S = rs.nmf_support(A, seeds, args.support)
     H = S.copy().astype(np.float64)
     H.data[:] = rng.random(H.nnz) + 1e-3
-    slots = rs._padded_support(S)
+    rows = np.repeat(np.arange(S.shape[0]), np.diff(S.indptr))
     pattern = S.copy()
     pattern.data[:] = 1e-300
     t = time.perf_counter()
@@ -52,19 +55,47 @@ def main() -> None:
     den_ref.sort_indices()
     t_den_ref = time.perf_counter() - t
     t = time.perf_counter()
-    num = rs._product_on_support(A, H, S, slots[1])
-    t_num = time.perf_counter() - t
-    t = time.perf_counter()
-    den = rs._gram_on_support(H, slots)
-    t_den = time.perf_counter() - t
-    assert np.allclose(num, num_ref.data) and np.allclose(den, den_ref.data)
-    print(json.dumps({"n": n, "groups": g, "edges": A.nnz // 2, "support": args.support,
-                      "A_H_seconds": {"full_then_masked": round(t_num_ref, 2), "on_support": round(t_num, 2),
-                                      "ratio": round(t_num_ref / t_num, 2)},
-                      "H_HtH_seconds": {"full_then_masked": round(t_den_ref, 2), "on_support": round(t_den, 2),
-                                        "ratio": round(t_den_ref / t_den, 2)},
-                      "iteration_ratio": round((t_num_ref + t_den_ref) / (t_num + t_den), 2)}, indent=1))
+    den_s6 = _gram_per_row_session6(H)
+    t_den_s6 = time.perf_counter() - t
+    timed = {}
+    for threads in (1, args.threads):
+        torch.set_num_threads(threads)
+        t = time.perf_counter()
+        num = rs._product_on_support(A, H, S, rows)
+        t_num = time.perf_counter() - t
+        t = time.perf_counter()
+        den = rs._gram_on_support(H, rows)
+        timed[threads] = (t_num, time.perf_counter() - t)
+        assert np.allclose(num, num_ref.data) and np.allclose(den, den_ref.data) and np.allclose(den, den_s6)
+    (n1, d1), (nt, dt) = timed[1], timed[args.threads]
+    print(json.dumps({"n": n, "groups": g, "edges": A.nnz // 2, "support": args.support, "threads": args.threads,
+                      "A_H_seconds": {"full_then_masked": round(t_num_ref, 2), "on_support_1_thread": round(n1, 2),
+                                      "on_support_threads": round(nt, 2), "ratio_1_thread": round(t_num_ref / n1, 2),
+                                      "ratio_threads": round(t_num_ref / nt, 2)},
+                      "H_HtH_seconds": {"full_then_masked": round(t_den_ref, 2), "per_row_session6": round(t_den_s6, 2),
+                                        "on_support_1_thread": round(d1, 2), "on_support_threads": round(dt, 2),
+                                        "ratio_vs_session6_1_thread": round(t_den_s6 / d1, 2)},
+                      "iteration_ratio_1_thread": round((t_num_ref + t_den_ref) / (n1 + d1), 2),
+                      "iteration_ratio_threads": round((t_num_ref + t_den_ref) / (nt + dt), 2)}, indent=1))
 
+
+def _gram_per_row_session6(H, chunk: int = 4096) -> np.ndarray:
+    """The session-6 denominator: each row's w x w block of ``H^T H``, gathered, times the row (reference only)."""
+    counts = np.diff(H.indptr)
+    rows = np.repeat(np.arange(H.shape[0]), counts)
+    slot = np.arange(H.nnz) - np.repeat(H.indptr[:-1], counts)
+    ids = np.full((H.shape[0], max(int(counts.max(initial=0)), 1)), H.shape[1], dtype=np.int64)
+    ids[rows, slot] = H.indices
+    g = H.shape[1]
+    gram = np.zeros((g + 1, g + 1))
+    gram[:g, :g] = (H.T @ H).toarray()
+    vals = np.zeros(ids.shape)
+    vals[rows, slot] = H.data
+    out = np.empty(ids.shape)
+    for s in range(0, len(ids), chunk):
+        i = ids[s : s + chunk]
+        out[s : s + chunk] = np.matmul(vals[s : s + chunk, None, :], gram[i[:, :, None], i[:, None, :]])[:, 0, :]
+    return out[rows, slot]
 
 if __name__ == "__main__":
     main()

@@ -471,3 +471,32 @@ def test_cli_graph_refuses_all_pairs_clusterings(capsys, tmp_path):
     assert not out.exists()
     code = main(["attack", "reconstruct", "--task", "sst2", "--methods", "greedy", "--out", str(out)])
     assert code == 2 and "unknown clustering 'greedy'" in capsys.readouterr().err  # renamed: threshold / paper-greedy
+
+
+def test_sparse_nmf_products_on_support_are_the_full_products_on_any_number_of_threads():
+    """Both nmf products, computed a block of rows at a time on 1 or 2 threads, equal the full sparse products
+    read at the support."""
+    from privnlu.attacks import reconstruction_sparse as rs
+
+    rng = np.random.default_rng(0)
+    n, g = 300, 12
+    lo = np.repeat(np.arange(n), 8)
+    hi = rng.integers(0, n, len(lo))
+    keep = lo != hi
+    A = rs.sym_csr(np.minimum(lo, hi)[keep], np.maximum(lo, hi)[keep], rng.random(int(keep.sum())).astype(np.float32), n)
+    A = A.astype(np.float64)
+    seeds = [torch.from_numpy(np.flatnonzero(rng.integers(0, g, n) == j)) for j in range(g)]
+    S = rs.nmf_support(A, seeds, 5)
+    H = S.copy().astype(np.float64)
+    H.data[:] = rng.random(H.nnz) + 1e-3
+    rows = np.repeat(np.arange(n), np.diff(S.indptr))
+    cols = S.indices
+    full_num, full_den = (A @ H).toarray(), (H @ (H.T @ H)).toarray()
+    threads = torch.get_num_threads()
+    try:
+        for t in (1, 2):
+            torch.set_num_threads(t)
+            np.testing.assert_allclose(rs._product_on_support(A, H, S, rows, chunk=64), full_num[rows, cols], rtol=1e-12)
+            np.testing.assert_allclose(rs._gram_on_support(H, rows, chunk=64), full_den[rows, cols], rtol=1e-12)
+    finally:
+        torch.set_num_threads(threads)

@@ -45,6 +45,33 @@ def test_table1_selects_on_holdout_and_records_curves(tmp_path, base):
     assert recs[2]["n_public"] > recs[2]["n_train"] and recs[2]["spec"]["public"] == "wiki"
     again = huang2020.table1(tmp_path / "t1", tasks=("sst2",), base=base, progress=False, scale_name=TINY, public="wiki")
     assert [r["seconds"] for r in again] == [r["seconds"] for r in recs]  # resumed, not retrained
+    assert not [p.name for p in (tmp_path / "t1").iterdir() if p.name.startswith(".")]  # no scratch left behind
+
+
+def test_selection_reads_back_a_finished_candidate_and_resumes_the_next(tmp_path, base, monkeypatch):
+    """An interrupted selection loses at most one epoch: finished candidates are kept beside the output."""
+    from privnlu.experiments import selection
+
+    calls = []
+    real = selection.train_run
+
+    def interrupted(spec, split, **kw):
+        calls.append(spec.train.lr)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the second candidate is cut short
+        return real(spec, split, **kw)
+
+    monkeypatch.setattr(selection, "train_run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        huang2020.table1(tmp_path / "t1", tasks=("sst2",), base=base, progress=False, scale_name=TINY,
+                         variants=("baseline",))
+    assert (tmp_path / "t1" / ".sst2-baseline-frozen.c0.json").exists()
+    monkeypatch.setattr(selection, "train_run", lambda spec, split, **kw: (calls.append(spec.train.lr), real(spec, split, **kw))[1])
+    rec = huang2020.table1(tmp_path / "t1", tasks=("sst2",), base=base, progress=False, scale_name=TINY,
+                           variants=("baseline",))[0]
+    assert calls == [1e-3, 3e-3, 3e-3]  # the first candidate was read back, not retrained
+    assert len(rec["selection"]["candidates"]) == 2
+    assert not [p.name for p in (tmp_path / "t1").iterdir() if p.name.startswith(".")]
 
 
 def test_xie2022_figure1_uses_the_unmasked_scheme_and_clean_queries(tmp_path, base):

@@ -73,17 +73,24 @@ def test_resume_continues_and_keeps_key(tiny_model, tmp_path):
     assert json.loads((tmp_path / "result.json").read_text())["score"] == rec["score"]
 
 
-def test_joint_mode_updates_encoder(tiny_model):
+def test_joint_runs_start_from_the_pretrained_encoder_and_leave_it_untouched(tiny_model, tmp_path):
+    # a recipe trains baseline, intra and inter on one ``Prepared``: each must fine-tune its own copy of the encoder
+    # (until session 7 every run after the first started from the previous run's fine-tuned encoder)
     enc = load_encoder(tiny_model)
-    before = [p.detach().clone() for p in enc.parameters()]
+    before = {k: v.detach().clone() for k, v in enc.state_dict().items()}
     spec = get_task("sst2")
     texts = ["good movie", "bad movie", "great fun", "awful mess"] * 4
     tr = TextDataset("sst2", "train", texts, [1, 0, 1, 0] * 4, label_names=spec.label_names)
     prep = Prepared(spec, enc, tr, {"dev": tr}, None, {}, None, ["a public sentence", "another one here"])
     run = with_scheme(RunSpec(task="sst2", mode="joint", train=TrainConfig(epochs=2, batch_size=8, seed=0)), m=4, k=4, inter=True)
-    rec = train_run(run, prep, progress=False)
-    assert rec["mode"] == "joint" and len(rec["history"]) == 2
-    assert any(not torch.equal(a, b) for a, b in zip(before, enc.parameters()))
+    first = train_run(run, prep, run_dir=tmp_path, progress=False)
+    assert first["mode"] == "joint" and len(first["history"]) == 2
+    assert all(torch.equal(v, before[k]) for k, v in enc.state_dict().items())  # the shared encoder is untouched
+    trained = torch.load(tmp_path / "checkpoint.pt", weights_only=False)["modules"]["encoder"]
+    assert any(not torch.equal(v, before[k]) for k, v in trained.items())  # the run's copy was fine-tuned
+    second = train_run(run, prep, progress=False)  # same seed, same start: the same run again
+    assert [h["train_loss"] for h in second["history"]] == pytest.approx([h["train_loss"] for h in first["history"]],
+                                                                          abs=1e-6)
 
 
 def test_bad_training_settings():

@@ -14,11 +14,14 @@ searched in blocks), symmetrised: ``E <= N * neighbours`` edges. Memory is ``O(E
   restricted to the edges and ``H`` restricted to a fixed support of ``support`` groups per encoding, the
   groups of its seed and of its neighbours (:func:`nmf_sparse`): the multiplicative update keeps zeros at
   zero, so the support is fixed from the start, and both products are computed only on it (a block of rows
-  at a time for ``A H``; a w x w block of ``H^T H`` per row for the denominator). With the complete graph and full
+  at a time for ``A H``; a block of rows of ``H`` times the small G x G ``H^T H`` for the denominator; the
+  blocks on ``torch.get_num_threads()`` threads). With the complete graph and full
   support it is the all-pairs :func:`~privnlu.attacks.reconstruction.nmf_clusters` exactly.
 """
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
@@ -169,46 +172,49 @@ def nmf_support(affinity: sp.csr_matrix, seeds: list[torch.Tensor], support: int
     return out
 
 
-def _padded_support(S: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each row's support groups as a padded (N, w) array (pad: the extra group ``G``), and the (row, slot) of
-    every stored entry in CSR order."""
-    counts = np.diff(S.indptr)
-    rows = np.repeat(np.arange(S.shape[0]), counts)
-    slot = np.arange(S.nnz) - np.repeat(S.indptr[:-1], counts)
-    ids = np.full((S.shape[0], max(int(counts.max(initial=0)), 1)), S.shape[1], dtype=np.int64)
-    ids[rows, slot] = S.indices
-    return ids, rows, slot
+def _chunks(n: int, chunk: int) -> list[tuple[int, int]]:
+    return [(s, min(n, s + chunk)) for s in range(0, n, chunk)]
+
+
+def _map_chunks(fn, n: int, chunk: int, out: np.ndarray) -> np.ndarray:
+    """``fn(s, e)`` for each block of rows, on ``torch.get_num_threads()`` threads (scipy's sparse products and
+    numpy's batched matmul release the GIL: 1.55x on 2 busy cores at n = 1,000), concatenated into ``out``."""
+    blocks = _chunks(n, chunk)
+    threads = max(1, min(torch.get_num_threads(), len(blocks)))
+    if threads == 1:
+        parts = [fn(s, e) for s, e in blocks]
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            parts = list(pool.map(lambda b: fn(*b), blocks))
+    return np.concatenate(parts, out=out) if parts else out
 
 
 def _product_on_support(A: sp.csr_matrix, H: sp.csr_matrix, S: sp.csr_matrix, rows: np.ndarray,
                         chunk: int = 4096) -> np.ndarray:
     """``A H`` at the entries of ``S`` (CSR order), a block of rows at a time: no N x G temporary."""
-    out = np.empty(S.nnz)
-    for s in range(0, S.shape[0], chunk):
-        e = min(S.shape[0], s + chunk)
+
+    def block(s: int, e: int) -> np.ndarray:
         a, b = S.indptr[s], S.indptr[e]
-        out[a:b] = (A[s:e] @ H).toarray()[rows[a:b] - s, S.indices[a:b]]
-    return out
+        return (A[s:e] @ H).toarray()[rows[a:b] - s, S.indices[a:b]]
+
+    return _map_chunks(block, S.shape[0], chunk, np.empty(S.nnz))
 
 
-def _gram_on_support(H: sp.csr_matrix, slots: tuple[np.ndarray, np.ndarray, np.ndarray], chunk: int = 4096) -> np.ndarray:
-    """``H (H^T H)`` at H's own entries, in ``H.data`` order. Row i only needs the w x w block of ``H^T H`` on its
-    support, so a row costs w^2 instead of the w G of the full product (and no N x G temporary)."""
-    ids, rows, slot = slots
-    g = H.shape[1]
-    gram = np.zeros((g + 1, g + 1))
-    gram[:g, :g] = (H.T @ H).toarray()
-    vals = np.zeros(ids.shape)
-    vals[rows, slot] = H.data
-    out = np.empty(ids.shape)
-    for s in range(0, len(ids), chunk):
-        i = ids[s : s + chunk]
-        out[s : s + chunk] = np.matmul(vals[s : s + chunk, None, :], gram[i[:, :, None], i[:, None, :]])[:, 0, :]
-    return out[rows, slot]
+def _gram_on_support(H: sp.csr_matrix, rows: np.ndarray, chunk: int = 4096) -> np.ndarray:
+    """``H (H^T H)`` at H's own entries, in ``H.data`` order: the G x G Gram matrix is small (G = the number of
+    groups), so a block of rows of ``H`` (sparse) times it (dense), read at the block's support, a block at a time
+    (1.9x the per-row w x w gather it replaces at n = 1,000; no N x G temporary)."""
+    gram = (H.T @ H).toarray()
+
+    def block(s: int, e: int) -> np.ndarray:
+        a, b = H.indptr[s], H.indptr[e]
+        return (H[s:e] @ gram)[rows[a:b] - s, H.indices[a:b]]
+
+    return _map_chunks(block, H.shape[0], chunk, np.empty(H.nnz))
 
 
 def nmf_sparse(affinity: sp.csr_matrix, seeds: list[torch.Tensor], size: int, *, iters: int = 150,
-               support: int = 32) -> list[torch.Tensor]:
+               support: int = 64) -> list[torch.Tensor]:
     """Symmetric NMF on a sparse affinity with ``H`` on a fixed sparse support (module docstring); group j is
     the ``size`` encodings with the largest ``H[:, j]``. Starts as the dense version: 0.001, seed members 0.1."""
     n_enc = affinity.shape[0]
@@ -219,10 +225,10 @@ def nmf_sparse(affinity: sp.csr_matrix, seeds: list[torch.Tensor], size: int, *,
     H = (H + 0.099 * M.multiply(S)).tocsr()
     H.sort_indices()
     A = affinity.astype(np.float64)
-    slots = _padded_support(S)
+    rows = np.repeat(np.arange(S.shape[0]), np.diff(S.indptr))  # the row of every stored entry, CSR order
     for _ in range(iters):
-        num = _product_on_support(A, H, S, slots[1])
-        H.data *= 0.5 + 0.5 * num / np.maximum(_gram_on_support(H, slots), 1e-12)
+        num = _product_on_support(A, H, S, rows)
+        H.data *= 0.5 + 0.5 * num / np.maximum(_gram_on_support(H, rows), 1e-12)
     Hc = H.tocsc()
     out = []
     for j in range(Hc.shape[1]):

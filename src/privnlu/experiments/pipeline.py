@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import shutil
 import time
@@ -212,13 +213,17 @@ def train_run(
     common = dict(task=task, head=head, targets=targets, config=cfg, hider=hider, progress=progress, resume=resume,
                   checkpoint=run_dir / "checkpoint.pt" if run_dir is not None else None)
 
+    encoder = prep.encoder
     if spec.mode == "frozen":
         assert prep.train_x is not None
         train_x = prep.train_x.to(spec.device)
         state = fit(represent=lambda idx: train_x[idx.to(train_x.device)],
                     eval_sets=lambda: {s: (prep.eval_x[s], eval_labels[s]) for s in prep.evals}, **common)
     else:
-        state = _fit_joint(spec, prep, eval_labels, hider, rng, common)
+        # every joint run starts from the pretrained weights: ``prep.encoder`` is shared by the runs of a recipe
+        # (baseline, intra, inter, ...) and must not carry one run's fine-tuning into the next
+        encoder = copy.deepcopy(prep.encoder)
+        state = _fit_joint(spec, prep, encoder, eval_labels, hider, rng, common)
     final = state.history[-1]["eval"]
     first = task.eval_splits[0]
     record = {
@@ -249,7 +254,7 @@ def train_run(
     if run_dir is not None and not scratch:
         from ..models.saving import export_run_model
 
-        export_run_model(run_dir / MODEL_DIR, record=record, head=head, encoder=prep.encoder,
+        export_run_model(run_dir / MODEL_DIR, record=record, head=head, encoder=encoder,
                          label_names=task.label_names, pair=prep.train.is_pair,
                          key_masks=hider.pool.masks if hider is not None else None)
     if out is not None:
@@ -259,9 +264,9 @@ def train_run(
     return record
 
 
-def _fit_joint(spec: RunSpec, prep: Prepared, eval_labels, hider, rng: SecretGenerator, common: dict):
-    """Joint fine-tuning: the encoder runs inside the training step, with gradients."""
-    enc = prep.encoder
+def _fit_joint(spec: RunSpec, prep: Prepared, enc: SentenceEncoder, eval_labels, hider, rng: SecretGenerator,
+               common: dict):
+    """Joint fine-tuning of ``enc`` (a copy of ``prep.encoder``): the encoder runs inside the training step."""
     tok = enc.tokenizer(prep.train.texts_a, prep.train.texts_b, truncation=True, max_length=spec.max_length)
     ids = [torch.tensor(x) for x in tok["input_ids"]]
     types = [torch.tensor(x) for x in tok["token_type_ids"]] if "token_type_ids" in tok else None

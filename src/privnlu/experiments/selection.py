@@ -9,12 +9,13 @@ report draws. (The chosen model is not retrained on 100 % of train: see docs/dec
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from ..io import write_json_atomic
+from ..io import read_json, write_json_atomic
 from .pipeline import Prepared, RunSpec, train_run
 
 HOLDOUT_FRACTION = 0.1
@@ -55,8 +56,9 @@ def select_and_run(candidates: list[RunSpec], prep: Prepared, *, out: Path | Non
     dev = prep.task.eval_splits[0]
     best: tuple[float, int, dict] | None = None
     tried = []
-    for spec in candidates:
-        rec = train_run(spec, split, progress=progress, group=group)
+    for i, spec in enumerate(candidates):
+        rec = _candidate(spec, split, out.parent / f".{out.stem}.c{i}.json" if out is not None else None,
+                         progress=progress, group=group)
         held = curve(rec, HOLDOUT)
         epoch = int(np.argmax(held))
         tried.append({"lr": spec.train.lr, "encoder_lr": spec.encoder_lr, "epochs": spec.train.epochs,
@@ -81,7 +83,20 @@ def select_and_run(candidates: list[RunSpec], prep: Prepared, *, out: Path | Non
     })
     if out is not None:
         write_json_atomic(out, rec)
+        for i in range(len(candidates)):
+            out.parent.joinpath(f".{out.stem}.c{i}.json").unlink(missing_ok=True)
     return rec
+
+
+def _candidate(spec: RunSpec, split: Prepared, done: Path | None, *, progress: bool, group: str) -> dict:
+    """One candidate's run; with ``done`` (a hidden file beside the recipe's output) a finished candidate is read
+    back and an unfinished one resumes from its per-epoch checkpoint (``.{done.stem}.ckpt``), so that an
+    interrupted selection loses at most one epoch."""
+    if done is not None and done.exists():
+        rec = read_json(done)
+        if rec.get("spec") == json.loads(json.dumps(spec.to_json())):
+            return rec
+    return train_run(spec, split, out=done, progress=progress, group=group)
 
 
 def majority(prep: Prepared) -> dict:
