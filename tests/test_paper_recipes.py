@@ -147,3 +147,47 @@ def test_cli_reproduce_quick_and_bad_input(tmp_path, tiny_model, capsys):
     capsys.readouterr()
     assert main(["reproduce", "xie2022-figure1", "--dp-epsilons", "1,x", *common]) == 2
     assert "comma-separated numbers" in capsys.readouterr().err
+
+
+def test_baseline_gets_the_same_step_floor_as_texthide_when_the_scale_says_so(base):
+    from dataclasses import replace
+
+    from privnlu.experiments.pipeline import with_scheme
+
+    matched = replace(TINY, min_baseline_steps=30)
+    hide = with_scheme(base, m=256, k=4)
+    # 72 examples / batch 8 = 9 steps per epoch: a floor of 30 steps needs 4 epochs
+    assert huang2020.epochs_for(base, 72, TINY) == 2 and huang2020.epochs_for(hide, 72, TINY) == 4
+    assert huang2020.epochs_for(base, 72, matched) == 4
+    assert huang2020.SCALES["cpu"].min_baseline_steps == huang2020.SCALES["cpu"].min_texthide_steps == 2000
+
+
+def test_xie2022_figure2_reads_back_a_finished_release_and_redoes_a_different_one(tmp_path, monkeypatch):
+    import json
+
+    from privnlu.experiments import xie2021
+
+    out = tmp_path / "f2"
+    out.mkdir()
+    done = {"kind": "attack", "conditions": {"m16-k4": {"methods": {}}}, "marker": 1}
+    (out / "rec_sst2_texthide_m16_k4.json").write_text(json.dumps(done))
+    attacked = []
+    monkeypatch.setattr(xie2021, "prepare", lambda spec, progress: attacked.append(spec.task) or (_ for _ in ()).throw(RuntimeError))
+    assert xie2021.run_release(out, "rec_sst2_texthide_m16_k4", "sst2", ("16:4",), None, False)["marker"] == 1
+    assert attacked == []
+    with pytest.raises(RuntimeError):  # other conditions: the release is attacked again
+        xie2021.run_release(out, "rec_sst2_texthide_m16_k4", "sst2", ("0:4",), None, False)
+    assert attacked == ["sst2"]
+
+
+def test_cli_figure2_takes_its_grid(tmp_path, monkeypatch):
+    from privnlu.cli.main import main
+    from privnlu.experiments import huang2020 as h
+
+    seen = {}
+    monkeypatch.setattr(h, "figure2", lambda out, **kw: seen.update(kw) or [])
+    assert main(["reproduce", "huang2020-figure2", "--ms", "0,inf", "--ks", "4", "--out", str(tmp_path), "--quiet"]) == 0
+    assert seen["ms"] == (0, float("inf")) and seen["ks"] == (4,)
+    seen.clear()
+    assert main(["reproduce", "huang2020-figure2", "--out", str(tmp_path), "--quiet"]) == 0
+    assert "ms" not in seen and "ks" not in seen  # the recipe's own grid

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..choices import SCALE_NAMES
-from .common import add_recipe_args, positive_int, say, warn_seed
+from .common import add_recipe_args, int_list, m_list, positive_int, say, warn_seed
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -54,7 +54,8 @@ RECIPES = {
         variants=_names(a.variants) if a.variants else ("baseline", "intra", "inter"), **_scale(a)),
         "TextHide Table 1: baseline vs intra vs inter on SST-2, CoLA, MRPC, STS-B and RTE, (256, 4) and (16, 4) for RTE"),
     "huang2020-figure2": (lambda out, base, tasks, progress, a: _h("huang2020").figure2(
-        out, task=tasks[0] if tasks else "sst2", base=base, progress=progress, **_scale(a)),
+        out, task=tasks[0] if tasks else "sst2", base=base, progress=progress, **_scale(a),
+        **{k: tuple(v) for k, v in (("ms", a.m_grid), ("ks", a.k_grid)) if v}),
         "TextHide Figure 2: the m x k grid on SST-2 (run once per --mode for the frozen and fine-tuned panels)"),
     "huang2020-table6": (lambda out, base, tasks, progress, a: _h("huang2020").table6(
         out, base=base, progress=progress, corpora=_names(a.public) if a.public else _h("huang2020").TABLE6_CORPORA,
@@ -99,6 +100,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                             "paper, 64 cpu); TextHide's 2,000-step floor counts these steps")
     g.add_argument("--lrs", type=_floats, help="head learning rates to select from (default: the scale's)")
     g.add_argument("--encoder-lrs", type=_floats, help="encoder learning rates to select from, joint mode (default: the scale's)")
+    g.add_argument("--ms", dest="m_grid", metavar="M,...", type=m_list,
+                   help="huang2020-figure2: pool sizes m (default: 0,1,16,64,256,1024,inf)")
+    g.add_argument("--ks", dest="k_grid", metavar="K,...", type=int_list,
+                   help="huang2020-figure2: mixing sizes k (default: 1,2,4,8); a rerun into the same --out adds "
+                        "points and reads back those already there")
     g.add_argument("--mode", default="frozen", choices=["frozen", "joint"],
                    help="frozen encoder features, or joint fine-tuning as in the papers (default: frozen)")
     g.add_argument("--device", help="cpu or cuda (default: cpu)")

@@ -39,7 +39,9 @@ DEFAULT_PUBLIC = "mixed"
 class Scale:
     """A run budget. ``lrs``: head learning rates tried (frozen mode); ``encoder_lrs``: encoder learning rates
     tried (joint mode; the head keeps ``head_lr``). ``min_texthide_steps``: TextHide runs get at least this many
-    optimizer steps (more epochs on small sets): the paper notes that training with masks converges slower."""
+    optimizer steps (more epochs on small sets): the paper notes that training with masks converges slower.
+    ``min_baseline_steps``: the same floor for the baseline, so that a drop is not a budget effect (the epoch is
+    chosen on held-out train, so a longer budget cannot hurt a run that plateaus early)."""
 
     name: str
     train_limit: int | None
@@ -50,6 +52,7 @@ class Scale:
     encoder_lrs: tuple[float, ...]
     head_lr: float = 1e-3
     min_texthide_steps: int = 0
+    min_baseline_steps: int = 0
     max_length: int = 128
     min_public: int = 10000
 
@@ -57,10 +60,12 @@ class Scale:
 SCALES = {
     "quick": Scale("quick", 2000, 500, 3, 32, (1e-3,), (3e-5,), min_public=2500),
     # one public size for every task (25,000 > 1.25 x 20,000), so that its features are computed once
-    "cpu": Scale("cpu", 20000, None, 20, 64, (1e-3, 3e-4), (3e-5,), min_texthide_steps=2000, min_public=25000),
+    "cpu": Scale("cpu", 20000, None, 20, 64, (1e-3, 3e-4), (3e-5,), min_texthide_steps=2000, min_baseline_steps=2000,
+                 min_public=25000),
     # Appendix B.3: lr {5e-6, 1e-5, 2e-5, 3e-5, 5e-5}, batch {16, 32}, epochs up to 30 (we select the epoch on the
     # held-out curve of a 20-epoch run), dropout 0.1 (not searched here)
-    "paper": Scale("paper", None, None, 20, 32, (1e-3,), (5e-6, 1e-5, 2e-5, 3e-5, 5e-5), min_texthide_steps=2000),
+    "paper": Scale("paper", None, None, 20, 32, (1e-3,), (5e-6, 1e-5, 2e-5, 3e-5, 5e-5), min_texthide_steps=2000,
+                   min_baseline_steps=2000),
 }
 
 
@@ -82,11 +87,13 @@ def base_spec(task: str, sc: Scale, *, mode: str = "frozen", base: RunSpec | Non
 
 
 def epochs_for(spec: RunSpec, n_fit: int, sc: Scale) -> int:
-    """The scale's epochs, raised for TextHide runs until they reach ``min_texthide_steps`` optimizer steps."""
-    if spec.scheme == "none" or not sc.min_texthide_steps:
+    """The scale's epochs, raised until the run reaches its floor of optimizer steps (``min_texthide_steps`` for
+    a private run, ``min_baseline_steps`` for the baseline)."""
+    floor = sc.min_baseline_steps if spec.scheme == "none" else sc.min_texthide_steps
+    if not floor:
         return sc.epochs
     steps = math.ceil(n_fit / sc.batch_size)
-    return max(sc.epochs, math.ceil(sc.min_texthide_steps / steps))
+    return max(sc.epochs, math.ceil(floor / steps))
 
 
 def candidates(spec: RunSpec, n_train: int, sc: Scale) -> list[RunSpec]:

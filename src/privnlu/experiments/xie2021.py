@@ -27,7 +27,7 @@ from typing import Callable
 import torch
 
 from ..errors import require
-from ..io import write_json_atomic
+from ..io import read_json, write_json_atomic
 from ..mechanisms.dp import DPSettings
 from ..rng import SecretGenerator
 from .pipeline import Prepared, RunSpec, prepare
@@ -108,10 +108,16 @@ def reconstruction_record(prep: Prepared, results: dict, *, queries: int, epochs
 
 def run_release(out: Path, name: str, task: str, conditions: tuple[str, ...], base: RunSpec | None, progress: bool,
                 dp: DPSettings | None = None) -> dict:
-    """Attack one release per condition of ``task`` (DP TextHide with ``dp``) and write ``out/name.json``."""
+    """Attack one release per condition of ``task`` (DP TextHide with ``dp``) and write ``out/name.json``; a
+    record already there for the same conditions is read back (a rerun of a recipe resumes)."""
     from ..attacks.audit import parse_condition
     from ..attacks.reconstruction import ReconstructionConfig
 
+    path = out / f"{name}.json"
+    if path.exists():
+        rec = read_json(path)
+        if set(rec.get("conditions", {})) == {parse_condition(c).name for c in conditions}:
+            return rec
     seed = base.train.seed if base is not None else 0
     spec = replace(base, task=task, scheme="none") if base is not None else RunSpec(task=task)
     t0 = time.time()
@@ -120,7 +126,7 @@ def run_release(out: Path, name: str, task: str, conditions: tuple[str, ...], ba
     results = reconstruction_sweep(prep, tuple(parse_condition(c) for c in conditions), config=config, dp=dp, seed=seed,
                                    log=print if progress else (lambda s: None))
     rec = reconstruction_record(prep, results, queries=N_PRIVATE, epochs=EPOCHS, aux_size=AUX_SIZE, config=config, seed=seed, t0=t0)
-    write_json_atomic(out / f"{name}.json", rec)
+    write_json_atomic(path, rec)
     return rec
 
 
