@@ -169,12 +169,16 @@ def test_xie2022_figure2_reads_back_a_finished_release_and_redoes_a_different_on
 
     out = tmp_path / "f2"
     out.mkdir()
-    done = {"kind": "attack", "conditions": {"m16-k4": {"methods": {}}}, "marker": 1}
+    done = {"kind": "attack", "conditions": {"m16-k4": {"methods": {"nmf": {}}}}, "marker": 1}
     (out / "rec_sst2_texthide_m16_k4.json").write_text(json.dumps(done))
     attacked = []
     monkeypatch.setattr(xie2021, "prepare", lambda spec, progress: attacked.append(spec.task) or (_ for _ in ()).throw(RuntimeError))
-    assert xie2021.run_release(out, "rec_sst2_texthide_m16_k4", "sst2", ("16:4",), None, False)["marker"] == 1
+    assert xie2021.run_release(out, "rec_sst2_texthide_m16_k4", "sst2", ("16:4",), None, False,
+                               methods=("nmf",))["marker"] == 1
     assert attacked == []
+    with pytest.raises(RuntimeError):  # other methods: attacked again
+        xie2021.run_release(out, "rec_sst2_texthide_m16_k4", "sst2", ("16:4",), None, False)
+    attacked.clear()
     with pytest.raises(RuntimeError):  # other conditions: the release is attacked again
         xie2021.run_release(out, "rec_sst2_texthide_m16_k4", "sst2", ("0:4",), None, False)
     assert attacked == ["sst2"]

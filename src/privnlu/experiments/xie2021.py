@@ -107,16 +107,18 @@ def reconstruction_record(prep: Prepared, results: dict, *, queries: int, epochs
 
 
 def run_release(out: Path, name: str, task: str, conditions: tuple[str, ...], base: RunSpec | None, progress: bool,
-                dp: DPSettings | None = None) -> dict:
+                dp: DPSettings | None = None, methods: tuple[str, ...] | None = None) -> dict:
     """Attack one release per condition of ``task`` (DP TextHide with ``dp``) and write ``out/name.json``; a
     record already there for the same conditions is read back (a rerun of a recipe resumes)."""
     from ..attacks.audit import parse_condition
-    from ..attacks.reconstruction import ReconstructionConfig
+    from ..attacks.reconstruction import CLUSTERINGS, ReconstructionConfig
 
     path = out / f"{name}.json"
     if path.exists():
         rec = read_json(path)
-        if set(rec.get("conditions", {})) == {parse_condition(c).name for c in conditions}:
+        done = rec.get("conditions", {})
+        if set(done) == {parse_condition(c).name for c in conditions} and all(
+                set(r.get("methods", {})) == set(methods or CLUSTERINGS) for r in done.values()):
             return rec
     seed = base.train.seed if base is not None else 0
     spec = replace(base, task=task, scheme="none") if base is not None else RunSpec(task=task)
@@ -124,7 +126,7 @@ def run_release(out: Path, name: str, task: str, conditions: tuple[str, ...], ba
     prep = prepare(spec, progress=progress)
     config = ReconstructionConfig(seed=seed if seed is not None else 0)
     results = reconstruction_sweep(prep, tuple(parse_condition(c) for c in conditions), config=config, dp=dp, seed=seed,
-                                   log=print if progress else (lambda s: None))
+                                   methods=methods, log=print if progress else (lambda s: None))
     rec = reconstruction_record(prep, results, queries=N_PRIVATE, epochs=EPOCHS, aux_size=AUX_SIZE, config=config, seed=seed, t0=t0)
     write_json_atomic(path, rec)
     return rec
