@@ -7,7 +7,7 @@
 set -u
 cd "$(dirname "$0")/.."
 . scripts/env.sh
-export OMP_NUM_THREADS=2
+export OMP_NUM_THREADS=${THREADS:-2}  # THREADS=1 when the issue-11 queue shares the cores
 out=runs/i10/table1-joint-s8
 mkdir -p $out
 for task in ${TASKS:-sst2 cola stsb mrpc rte}; do

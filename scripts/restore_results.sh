@@ -1,5 +1,5 @@
 #!/bin/bash
-# Seed runs/ with the committed results (scripts/archive_results.sh), without replacing newer files, so that a
+# Seed runs/ with the committed results (scripts/archive_results.py), without replacing newer files, so that a
 # queue started on a fresh clone skips the runs a previous session finished.
 set -eu
 cd "$(dirname "$0")/.."

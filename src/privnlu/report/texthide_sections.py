@@ -61,9 +61,10 @@ def metric_value(r: dict | None, key: str) -> float | None:
 
 
 def encoder_name(enc: dict) -> str:
-    """A readable model name: the last path part that is not a generic folder name (``model``, ``encoder``)."""
+    """A readable model name: the last path part that is not a generic folder name (``model``, ``encoder``);
+    an archived record's public name (``all-MiniLM-L6-v2 (packaged, ...)``) loses its parenthesis."""
     parts = [p for p in PurePath(str(enc.get("model", "?"))).parts if p not in ("model", "encoder", "/")]
-    name = parts[-1] if parts else "?"
+    name = parts[-1].split(" (")[0] if parts else "?"
     return name.removeprefix("gt_").replace("all_minilm_l6_v2", "all-MiniLM-L6-v2")
 
 
