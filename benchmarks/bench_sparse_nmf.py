@@ -7,7 +7,8 @@ session-6 denominator (a w x w block of ``H^T H`` gathered per row), in the same
 
 Synthetic graph of the size of a 1,000-example x 50-encoding release with 200 neighbours per encoding (random
 edges and affinities: the cost depends on the shapes, not on the values). Prints seconds per product and the
-ratios; both give the same numbers (checked).
+ratios; both give the same numbers (checked). The last line times the same products in float32 (nmf_sparse's
+default since session 8) on ``--threads`` threads, against float64 on as many.
 """
 
 from __future__ import annotations
@@ -67,6 +68,15 @@ def main() -> None:
         den = rs._gram_on_support(H, rows)
         timed[threads] = (t_num, time.perf_counter() - t)
         assert np.allclose(num, num_ref.data) and np.allclose(den, den_ref.data) and np.allclose(den, den_s6)
+    # single precision (nmf_sparse's default since session 8): the same products on float32 copies
+    A32, H32 = A.astype(np.float32), H.astype(np.float32)
+    t = time.perf_counter()
+    num32 = rs._product_on_support(A32, H32, S, rows)
+    t_num32 = time.perf_counter() - t
+    t = time.perf_counter()
+    den32 = rs._gram_on_support(H32, rows)
+    t_den32 = time.perf_counter() - t
+    assert np.allclose(num32, num_ref.data, rtol=1e-4) and np.allclose(den32, den_ref.data, rtol=1e-4)
     (n1, d1), (nt, dt) = timed[1], timed[args.threads]
     print(json.dumps({"n": n, "groups": g, "edges": A.nnz // 2, "support": args.support, "threads": args.threads,
                       "A_H_seconds": {"full_then_masked": round(t_num_ref, 2), "on_support_1_thread": round(n1, 2),
@@ -76,7 +86,10 @@ def main() -> None:
                                         "on_support_1_thread": round(d1, 2), "on_support_threads": round(dt, 2),
                                         "ratio_vs_session6_1_thread": round(t_den_s6 / d1, 2)},
                       "iteration_ratio_1_thread": round((t_num_ref + t_den_ref) / (n1 + d1), 2),
-                      "iteration_ratio_threads": round((t_num_ref + t_den_ref) / (nt + dt), 2)}, indent=1))
+                      "iteration_ratio_threads": round((t_num_ref + t_den_ref) / (nt + dt), 2),
+                      "float32_threads_seconds": {"A_H": round(t_num32, 2), "H_HtH": round(t_den32, 2)},
+                      "float32_iteration_ratio_to_float64_threads": round((nt + dt) / (t_num32 + t_den32), 2)},
+                     indent=1))
 
 
 def _gram_per_row_session6(H, chunk: int = 4096) -> np.ndarray:

@@ -197,7 +197,7 @@ def _product_on_support(A: sp.csr_matrix, H: sp.csr_matrix, S: sp.csr_matrix, ro
         a, b = S.indptr[s], S.indptr[e]
         return (A[s:e] @ H).toarray()[rows[a:b] - s, S.indices[a:b]]
 
-    return _map_chunks(block, S.shape[0], chunk, np.empty(S.nnz))
+    return _map_chunks(block, S.shape[0], chunk, np.empty(S.nnz, dtype=H.dtype))
 
 
 def _gram_on_support(H: sp.csr_matrix, rows: np.ndarray, chunk: int = 4096) -> np.ndarray:
@@ -210,25 +210,28 @@ def _gram_on_support(H: sp.csr_matrix, rows: np.ndarray, chunk: int = 4096) -> n
         a, b = H.indptr[s], H.indptr[e]
         return (H[s:e] @ gram)[rows[a:b] - s, H.indices[a:b]]
 
-    return _map_chunks(block, H.shape[0], chunk, np.empty(H.nnz))
+    return _map_chunks(block, H.shape[0], chunk, np.empty(H.nnz, dtype=H.dtype))
 
 
 def nmf_sparse(affinity: sp.csr_matrix, seeds: list[torch.Tensor], size: int, *, iters: int = 150,
-               support: int = 64) -> list[torch.Tensor]:
+               support: int = 64, dtype: type = np.float32) -> list[torch.Tensor]:
     """Symmetric NMF on a sparse affinity with ``H`` on a fixed sparse support (module docstring); group j is
-    the ``size`` encodings with the largest ``H[:, j]``. Starts as the dense version: 0.001, seed members 0.1."""
+    the ``size`` encodings with the largest ``H[:, j]``. Starts as the dense version: 0.001, seed members 0.1.
+    ``float32`` by default: the products are memory-bound, and single precision moves half the bytes (1.41x per
+    iteration at 50,000 encodings, ``benchmarks/bench_sparse_nmf.py --dtype``); the update is a ratio of two
+    positive sums, which float32 keeps to about 1e-6 relative."""
     n_enc = affinity.shape[0]
     S = nmf_support(affinity, seeds, support)
     M = _membership(seeds, n_enc)
-    H = S.copy().astype(np.float64)
+    H = S.copy().astype(dtype)
     H.data[:] = 0.001
-    H = (H + 0.099 * M.multiply(S)).tocsr()
+    H = (H + dtype(0.099) * M.astype(dtype).multiply(S)).tocsr().astype(dtype)
     H.sort_indices()
-    A = affinity.astype(np.float64)
+    A = affinity.astype(dtype)
     rows = np.repeat(np.arange(S.shape[0]), np.diff(S.indptr))  # the row of every stored entry, CSR order
     for _ in range(iters):
         num = _product_on_support(A, H, S, rows)
-        H.data *= 0.5 + 0.5 * num / np.maximum(_gram_on_support(H, rows), 1e-12)
+        H.data *= (0.5 + 0.5 * num / np.maximum(_gram_on_support(H, rows), 1e-12)).astype(dtype, copy=False)
     Hc = H.tocsc()
     out = []
     for j in range(Hc.shape[1]):
