@@ -195,3 +195,21 @@ def test_cli_figure2_takes_its_grid(tmp_path, monkeypatch):
     seen.clear()
     assert main(["reproduce", "huang2020-figure2", "--out", str(tmp_path), "--quiet"]) == 0
     assert "ms" not in seen and "ks" not in seen  # the recipe's own grid
+
+
+def test_figure2_and_table6_share_runs_in_one_folder_and_both_report_them(tmp_path, base):
+    import json
+
+    from privnlu.report.texthide_sections import sweep_grids, table6_rows
+
+    out = tmp_path / "shared"
+    fig = huang2020.figure2(out, base=base, progress=False, scale_name=TINY, ms=(0, 256), ks=(4,))
+    t6 = huang2020.table6(out, base=base, progress=False, scale_name=TINY, corpora=("wiki",))
+    assert fig[1]["seconds"] == t6[1]["seconds"]  # the (256, 4) intra run was read back, not retrained
+    recs = [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
+    assert len(recs) == 4  # (0, 4), (256, 4) shared, baseline, inter-wiki
+    shared = [r for r in recs if r["m"] == "256" and not r["inter"]][0]
+    assert shared["groups"] == ["figure2", "table6"]
+    assert sorted(r[0] for r in table6_rows(recs)) == ["baseline", "texthide-inter", "texthide-intra"]
+    grids = sweep_grids(recs)
+    assert len(grids) == 1 and set(next(iter(grids.values()))[2]) == {("0", 4), ("256", 4)}

@@ -21,7 +21,7 @@ from pathlib import Path, PurePath
 
 from ..data import load_public_corpus
 from ..errors import require, require_choice
-from ..io import read_json
+from ..io import read_json, write_json_atomic
 from ..paper_values.huang2020 import TABLE1_DEFAULT_POINT, TABLE1_POINT
 from ..training import TrainConfig
 from .pipeline import RunSpec, with_scheme
@@ -123,12 +123,22 @@ def run_point(spec: RunSpec, prep, out: Path, sc: Scale, *, group: str, progress
     if path.exists():
         rec = read_json(path)
         if rec.get("spec", {}).get("train_limit") == spec.train_limit and rec.get("budget") == budget:
-            return rec
+            return _join_group(rec, group, path)
     rec = select_and_run(candidates(spec, len(prep.train), sc), prep, out=path, progress=progress, group=group,
                          extra={"scale": sc.name, "budget": budget, **(extra or {})})
     if progress:
         print(f"  {path.stem:>50s}  {rec['metric']} {rec['score']:.2f} (epoch {rec['selection']['chosen_epoch']})",
               flush=True)
+    return rec
+
+
+def _join_group(rec: dict, group: str, path: Path) -> dict:
+    """A finished run that another recipe also needs (Figure 2 and Table 6 share the baseline and (256, 4) intra
+    runs in one folder) is listed under both: ``groups`` names every recipe the run belongs to."""
+    groups = rec.get("groups") or [rec.get("group")]
+    if group not in groups:
+        rec["groups"] = [*groups, group]
+        write_json_atomic(path, rec)
     return rec
 
 

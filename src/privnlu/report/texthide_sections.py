@@ -29,12 +29,18 @@ TABLE1_HEAD = ["task", "metric", "our setting", "(m, k)", "steps to the reported
                "majority class"]
 
 
+def record_groups(r: dict) -> set[str]:
+    """The recipes a run belongs to: ``groups`` where one run serves several (Figure 2 and Table 6), else ``group``."""
+    return set(r.get("groups") or [r.get("group")])
+
+
 def _train(records: list[dict], groups: set[str] | None = None, exclude: set[str] | None = None) -> list[dict]:
+    """Training records in any of ``groups``, without those whose every group is in ``exclude``."""
     out = [r for r in records if r.get("kind") == "train"]
     if groups is not None:
-        out = [r for r in out if r.get("group") in groups]
+        out = [r for r in out if record_groups(r) & groups]
     if exclude is not None:
-        out = [r for r in out if r.get("group") not in exclude]
+        out = [r for r in out if record_groups(r) - exclude]
     return out
 
 
