@@ -500,3 +500,40 @@ def test_sparse_nmf_products_on_support_are_the_full_products_on_any_number_of_t
             np.testing.assert_allclose(rs._gram_on_support(H, rows, chunk=64), full_den[rows, cols], rtol=1e-12)
     finally:
         torch.set_num_threads(threads)
+
+
+def _split_seed_release():
+    """10 originals x 20 near-identical encodings (k = 1); original 0 is seeded twice (split in halves) and
+    original 9 not at all, as clique growth does when the pair network misses identical pairs."""
+    g = torch.Generator().manual_seed(0)
+    orig = torch.randn(10, 32, generator=g).abs()
+    feats = orig.repeat_interleave(20, 0) + 0.05 * torch.randn(200, 32, generator=g)
+    seeds = [torch.arange(0, 10), torch.arange(10, 20)] + [torch.arange(20 * i, 20 * i + 20) for i in range(1, 9)]
+    return feats, torch.arange(200) // 20, seeds
+
+
+def _originals(groups, truth):
+    return {int(truth[c].mode().values) for c in groups}
+
+
+def test_nmf_repair_reseeds_a_duplicate_group_on_the_unfound_original():
+    from privnlu.attacks.reconstruction import _PairGraph
+    from privnlu.attacks.reconstruction_repair import duplicate_groups
+
+    feats, truth, seeds = _split_seed_release()
+    plain = nmf_clusters(feats, 10, 20, seeds, iters=150)
+    assert _originals(plain, truth) == set(range(9)) and duplicate_groups(plain, 200) == [1]
+    for graph in (0, 40):  # all pairs, and the k-NN graph (sparse nmf)
+        pairs = _PairGraph(feats, {}, ReconstructionConfig(graph=graph, nmf_support=10))
+        groups, repaired = pairs.nmf(seeds, 20, 1)
+        assert repaired == 1 and _originals(groups, truth) == set(range(10)), graph
+        off = _PairGraph(feats, {}, ReconstructionConfig(graph=graph, nmf_support=10, nmf_repair_iters=0))
+        assert off.nmf(seeds, 20, 1)[1] == 0
+
+
+def test_duplicate_groups_keeps_the_first_of_overlapping_groups():
+    from privnlu.attacks.reconstruction_repair import duplicate_groups
+
+    a, b, c = torch.arange(0, 10), torch.arange(5, 15), torch.arange(20, 30)
+    assert duplicate_groups([a, b, c], 40) == [1]  # b shares half its members with a
+    assert duplicate_groups([a, torch.arange(6, 16), c], 40) == []  # 4 of 10: below half

@@ -233,5 +233,7 @@ def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Co
                                sentence_index=r.sentence_index, candidate_texts=None if candidates is None else candidates.texts,
                                private_texts=private_texts))
         s["seconds"] = {k: round(v, 2) for k, v in r.seconds.items()}
+        if r.repaired_groups is not None:
+            s["repaired_groups"] = r.repaired_groups
         out["methods"][r.method] = s
     return out

@@ -88,12 +88,14 @@ class ReconstructionConfig:
     graph: int = 0  # 0: score all pairs; > 0: only a k-NN graph with this many neighbours per encoding
     nmf_support: int = 64  # sparse nmf: groups per encoding (session 6: 64; 32 lost 3 points at n = 100)
     nmf_seeds: str = "clique"  # the groups nmf starts from: clique growth, or the paper's greedy rule
+    nmf_repair_iters: int = 50  # nmf iterations after duplicate groups are re-seeded (0: no repair; session 8)
 
     def __post_init__(self) -> None:
         for name in ("hidden", "rank", "sim_releases", "sim_epochs", "pairs_per_release", "train_epochs", "ls_steps", "block"):
             require(getattr(self, name) >= 1, f"reconstruction: {name} must be >= 1")
         for name in ("ls_iters", "ls_restarts", "nmf_iters", "mlp_epochs", "sim_max_n", "nmf_support"):
             require(getattr(self, name) >= 1, f"reconstruction: {name} must be >= 1")
+        require(self.nmf_repair_iters >= 0, "reconstruction: nmf_repair_iters must be >= 0")
         require(self.lr > 0 and self.ls_lr > 0 and self.mlp_lr > 0, "reconstruction: learning rates must be positive")
         require(self.graph >= 0, "reconstruction: graph (neighbours) must be >= 0")
         require(self.solver in SOLVERS, f"reconstruction: unknown solver '{self.solver}'; choose from {', '.join(SOLVERS)}")
@@ -432,6 +434,7 @@ class ReconstructionResult:
     recovered: torch.Tensor  # (groups, d); meaningful up to a sign per coordinate
     sentence_index: np.ndarray | None = None  # nearest candidate sentence per group (abs cosine)
     seconds: dict = field(default_factory=dict)
+    repaired_groups: int | None = None  # nmf: duplicate groups re-seeded (:mod:`.reconstruction_repair`)
 
 
 class ReconstructionAttack(Attack):
@@ -487,6 +490,7 @@ class ReconstructionAttack(Attack):
         done: dict[str, list[torch.Tensor]] = {}
         for method in self.methods:
             t1 = time.perf_counter()
+            repaired = None
             if method == "paper-greedy":
                 clusters = pairs.paper_greedy("mlp", n, k, size)
             elif method == "threshold":
@@ -498,7 +502,7 @@ class ReconstructionAttack(Attack):
                     seeds = done["clique"] = done.get("clique") or pairs.clique(n, k, size)
                 else:
                     seeds = pairs.paper_greedy("factorised", n, k, size)
-                clusters = pairs.nmf(seeds, size)
+                clusters, repaired = pairs.nmf(seeds, size, k)
             done[method] = clusters
             t_cl = time.perf_counter() - t1  # for nmf: includes its seeds when they were not run already
             t1 = time.perf_counter()
@@ -510,8 +514,8 @@ class ReconstructionAttack(Attack):
                 rec = solve_originals(enc, slots, mask, lam0, cls, len(clusters), steps=cfg.ls_steps, lr=cfg.ls_lr)
             t_ls = time.perf_counter() - t1
             sent = index.search(rec.abs(), 1)[1][:, 0] if index is not None and len(rec) else None
-            out.append(ReconstructionResult(method, clusters, rec, sent,
-                                            {**t, "cluster": t_cl, "least_squares": t_ls}))
+            out.append(ReconstructionResult(method, clusters, rec, sent, {**t, "cluster": t_cl, "least_squares": t_ls},
+                                            repaired))
         return out
 
     def _train_networks(self, aux_x: torch.Tensor, n_sim: int, m: float, k: int, own: SecretGenerator,
@@ -585,9 +589,31 @@ class _PairGraph:
         return rs.clique_sparse(rs.sym_csr(lo, hi, np.asarray(self.logits["factorised"]), self.n_enc), n, k, grow,
                                 self.cfg.threshold)
 
-    def nmf(self, seeds: list[torch.Tensor], size: int) -> list[torch.Tensor]:
+    def nmf(self, seeds: list[torch.Tensor], size: int, k: int) -> tuple[list[torch.Tensor], int]:
+        """nmf from ``seeds``; then duplicate groups are re-seeded on under-covered encodings and nmf runs again
+        for ``nmf_repair_iters`` (:mod:`.reconstruction_repair`). Returns the groups and how many were re-seeded."""
+        from .reconstruction_repair import reseed_duplicates
+
+        groups = self._nmf(seeds, size, self.cfg.nmf_iters)
+        if not self.cfg.nmf_repair_iters:
+            return groups, 0
+        repaired, n_new = reseed_duplicates(groups, self.n_enc, k, size, self._affinity_row)
+        return (self._nmf(repaired, size, self.cfg.nmf_repair_iters) if n_new else groups), n_new
+
+    def _nmf(self, seeds: list[torch.Tensor], size: int, iters: int) -> list[torch.Tensor]:
         from . import reconstruction_sparse as rs
 
         if self.edges is None:
-            return nmf_clusters(self.feats, len(seeds), size, seeds, iters=self.cfg.nmf_iters)
-        return rs.nmf_sparse(self.affinity, seeds, size, iters=self.cfg.nmf_iters, support=self.cfg.nmf_support)
+            return nmf_clusters(self.feats, len(seeds), size, seeds, iters=iters)
+        return rs.nmf_sparse(self.affinity, seeds, size, iters=iters, support=self.cfg.nmf_support)
+
+    def _affinity_row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Encoding ``i``'s row of nmf's affinity ``max(0, cos)`` (all pairs, or its graph neighbours)."""
+        if self.edges is None:
+            if not hasattr(self, "_unit"):
+                self._unit = nn.functional.normalize(self.feats, dim=1)
+            row = (self._unit @ self._unit[i]).clamp_min_(0.0)
+            row[i] = 0.0
+            return np.arange(self.n_enc), row.numpy()
+        a, b = self.affinity.indptr[i], self.affinity.indptr[i + 1]
+        return self.affinity.indices[a:b], self.affinity.data[a:b]
