@@ -13,6 +13,16 @@ while pgrep -f "reproduce xie2021" > /dev/null; do sleep 30; done   # an earlier
 # 1. Xie & Hong 2021 Table 1 (k sweep) and Figure 1 (m sweep) with every method and metric, CoLA and SST-2
 $P reproduce xie2021-table1 --seed 0 --out runs/i11/s8-xie2021 --quiet; stamp "xie2021 table1"
 $P reproduce xie2021-figure1 --seed 0 --out runs/i11/s8-xie2021 --quiet; stamp "xie2021 figure1"
+# 1b. The scaling curve with the session-8 attack (float32 nmf, duplicate repair): n = 100 and 300 on one thread
+#     (CPU seconds are the clock); n = 300 also with 100 first-pass iterations. n = 1,000 was timed on 2 idle cores
+#     (the queues paused): runs/i11/s8-scale/scale_sst2_n1000_g200_t2.json, docs/results_attacks.md.
+B="$N $PY benchmarks/bench_reconstruction.py --task sst2 --train-limit 20000 --m 256 --k 4 --threads 1 --graph 200 --nmf-support 64 --methods nmf"
+for n in 100 300; do
+  [ -f runs/i11/s8-scale/scale_sst2_n${n}_g200.json ] || $B --n $n --out runs/i11/s8-scale/scale_sst2_n${n}_g200.json > /dev/null
+done
+[ -f runs/i11/s8-scale/scale_sst2_n300_g200_i100.json ] || $B --n 300 --nmf-iters 100 --out runs/i11/s8-scale/scale_sst2_n300_g200_i100.json > /dev/null
+[ -f runs/i11/s8-scale/scale_sst2_n100_dense.json ] || $B --n 100 --graph 0 --out runs/i11/s8-scale/scale_sst2_n100_dense.json > /dev/null
+stamp "scaling n = 100, 300"
 # 2. SST-2 at k = 4 and 6, seeds 0-2 (session 5 ran CoLA's three seeds and three of SST-2's six points)
 $N $PY benchmarks/xie2021_sweep.py --task sst2 --conditions 1:4,1:6 --seeds 0,1,2 --out-dir runs/i11/s8-seeds; stamp "sst2 seeds"
 # 3. Qu et al. Table 4: equal budgets (3 epochs, batch 32, both encoders), the paper's learning rates, 3 seeds,
