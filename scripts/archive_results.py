@@ -1,6 +1,7 @@
 """Copy the finished result JSONs of the long runs into ``results/`` (committed), so that the docs' tables can be
 regenerated on a fresh clone and a queue can resume in a later session (``scripts/restore_results.sh`` copies them
-back into ``runs/``). Checkpoints (hidden ``*.ckpt`` folders: model weights, mask pools) are never copied. A result
+back into ``runs/``). A run's hidden scratch (its ``*.ckpt`` folders of model weights and mask pools, finished
+selection candidates) is never copied. A result
 records where its encoder was loaded from; a committed file must carry nothing of this machine, so the packaged
 model's folder becomes its public name and any other absolute path is refused (tests/test_results_archive.py).
 
@@ -47,8 +48,8 @@ def main(sources: list[str]) -> None:
     n = 0
     for src in sources:
         for f in sorted((ROOT / src).rglob("*.json")) if (ROOT / src).is_dir() else []:
-            if any(part.endswith(".ckpt") for part in f.relative_to(ROOT).parts):
-                continue
+            if any(part.startswith(".") for part in f.relative_to(ROOT).parts):
+                continue  # a run's scratch (candidates, checkpoints) is not a result
             dst = ROOT / "results" / f.relative_to(ROOT / "runs")
             text = json.dumps(scrub(json.loads(f.read_text()), model_dir, root), indent=1) + "\n"
             if not dst.exists() or dst.read_text() != text:
