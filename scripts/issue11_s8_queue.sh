@@ -47,4 +47,7 @@ done; done; stamp "pretrain gain"
 for s in 0 1 2; do
   $P $FT --task mrpc --seed $s --out runs/dchi_t45/mrpc_s$s; stamp "t5 mrpc seed $s"
 done
+# 6. The scaling curve's last point: n = 3,000 (150,000 encodings), one thread
+[ -f runs/i11/s8-scale/scale_sst2_n3000_g200.json ] || $B --n 3000 --out runs/i11/s8-scale/scale_sst2_n3000_g200.json > /dev/null
+stamp "scaling n = 3,000"
 stamp "queue done"
