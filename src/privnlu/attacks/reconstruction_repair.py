@@ -2,8 +2,8 @@
 
 Clique growth can split one original's encodings into two seed groups (at k = 1 the pair network calls 12 % of
 the identical pairs "different" on a CoLA release). Symmetric NMF then keeps two columns on that original, and an
-original with no seed stays unfound: on CoLA (1, 6) 11 of 100 groups were such duplicates, and even (1, 1) found
-only 96 originals. The repair frees every group that shares at least half its members with an earlier group and
+original with no seed stays unfound: on the CoLA (1, 1) release of docs/results_attacks.md nmf found only 96
+originals, with 4 groups on an original that another group already had. The repair frees every group that shares at least half its members with an earlier group and
 seeds it anew on the encodings that sit in fewer than ``k`` groups (each encoding mixes ``k`` originals, so the
 encodings of an unfound original are exactly the under-covered ones): the under-covered encoding with the most
 affinity to the others, plus its ``size - 1`` most similar under-covered encodings. nmf then runs again from
@@ -15,22 +15,17 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-import scipy.sparse as sp
 import torch
+
+from .reconstruction_sparse import _membership
 
 #: ``row(i) -> (columns, affinities)`` of encoding ``i`` in the attack's affinity (dense or a k-NN graph)
 AffinityRow = Callable[[int], tuple[np.ndarray, np.ndarray]]
 
 
-def membership_matrix(groups: list[torch.Tensor], n_enc: int) -> sp.csc_matrix:
-    rows = np.concatenate([g.numpy() for g in groups]) if groups else np.zeros(0, dtype=np.int64)
-    cols = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
-    return sp.csc_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_enc, len(groups)))
-
-
 def duplicate_groups(groups: list[torch.Tensor], n_enc: int, overlap: float = 0.5) -> list[int]:
     """Groups (in order) that share at least ``overlap`` of their members with an earlier, kept group."""
-    M = membership_matrix(groups, n_enc)
+    M = _membership(groups, n_enc)
     shared = (M.T @ M).tocsr()
     kept: set[int] = set()
     dup = []

@@ -218,7 +218,7 @@ def nmf_sparse(affinity: sp.csr_matrix, seeds: list[torch.Tensor], size: int, *,
     """Symmetric NMF on a sparse affinity with ``H`` on a fixed sparse support (module docstring); group j is
     the ``size`` encodings with the largest ``H[:, j]``. Starts as the dense version: 0.001, seed members 0.1.
     ``float32`` by default: the products are memory-bound, and single precision moves half the bytes (1.41x per
-    iteration at 50,000 encodings, ``benchmarks/bench_sparse_nmf.py --dtype``); the update is a ratio of two
+    iteration at 50,000 encodings, ``benchmarks/bench_sparse_nmf.py``); the update is a ratio of two
     positive sums, which float32 keeps to about 1e-6 relative."""
     n_enc = affinity.shape[0]
     S = nmf_support(affinity, seeds, support)
