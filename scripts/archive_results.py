@@ -50,8 +50,13 @@ def main(sources: list[str]) -> None:
         for f in sorted((ROOT / src).rglob("*.json")) if (ROOT / src).is_dir() else []:
             if any(part.startswith(".") for part in f.relative_to(ROOT).parts):
                 continue  # a run's scratch (candidates, checkpoints) is not a result
+            if (f.parent / "model.safetensors").exists() or (f.parent / "config.json").exists():
+                continue  # a saved model's folder (config, tokenizer, card): not a result
+            rec = json.loads(f.read_text())
+            if not isinstance(rec, dict) or "kind" not in rec:
+                continue  # result records say what they are
             dst = ROOT / "results" / f.relative_to(ROOT / "runs")
-            text = json.dumps(scrub(json.loads(f.read_text()), model_dir, root), indent=1) + "\n"
+            text = json.dumps(scrub(rec, model_dir, root), indent=1) + "\n"
             if not dst.exists() or dst.read_text() != text:
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 tmp = dst.with_name(dst.name + ".tmp")
