@@ -213,3 +213,26 @@ def test_figure2_and_table6_share_runs_in_one_folder_and_both_report_them(tmp_pa
     assert sorted(r[0] for r in table6_rows(recs)) == ["baseline", "texthide-inter", "texthide-intra"]
     grids = sweep_grids(recs)
     assert len(grids) == 1 and set(next(iter(grids.values()))[2]) == {("0", 4), ("256", 4)}
+
+
+def test_figure2_report_sets_attack_success_against_epsilon_beside_the_papers_texthide_value():
+    from privnlu.report.attack_sections import attack_reconstruction
+    from privnlu.report.dp_attack_sections import dp_attack_md
+
+    def release(name, m, success, cal=None):
+        c = {"m": m, "k": 4, "methods": {"nmf": {"success_lenient": success, "success_strict": success / 2}}}
+        if cal:
+            c["dp_calibration"] = cal
+        return {"kind": "attack", "attack": "reconstruct", "task": "sst2", "conditions": {name: c}}
+
+    cal = lambda e, how, acc: {"mechanism": "gaussian", "calibration": how, "target_epsilon": e, "accounted_epsilon": acc}
+    recs = [release("m16-k4", "16", 90.0), release("m0-k4", "0", 2.0, cal(1, "correct", 1.0)),
+            release("m0-k4", "0", 4.0, cal(20, "correct", 20.0)), release("m0-k4", "0", 6.0, cal(20, "paper", 5175.0))]
+    md = dp_attack_md(recs)
+    assert "| TextHide (16, 4), no noise: lenient % (diff to paper) | 85.0 | 90.0 (+5.0) | 90.0 (+5.0) |" in md
+    assert "| gaussian, correct: lenient / strict % | - | 2 / 1 | 4 / 2 |" in md
+    assert "| gaussian, paper (not DP): lenient / strict % | - | - | 6 / 3 |" in md
+    assert "| gaussian, paper (not DP): accounted epsilon | - | - | 5.18e+03 |" in md
+    assert md.count("around 85%") == 1
+    assert dp_attack_md(recs[:1]) is None  # no DP release: no Figure 2 section
+    assert attack_reconstruction(recs[1:], None) is None  # DP releases are not listed again as plain attacks

@@ -11,7 +11,7 @@ import importlib
 from .builder import build_report, load_results, markdown_report
 from .registry import SECTIONS, Context, md_table, section, table
 
-SECTION_MODULES = ("audit_sections", "texthide_sections", "attack_sections", "dp_sections", "dchi_sections", "dchi_training_sections",
+SECTION_MODULES = ("audit_sections", "texthide_sections", "attack_sections", "dp_sections", "dp_attack_sections", "dchi_sections", "dchi_training_sections",
                    "federated_sections")
 
 

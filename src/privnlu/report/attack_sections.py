@@ -88,7 +88,9 @@ def attack_reconstruction(records: list[dict], ctx: Context) -> str | None:
     from .. import paper_values as pv
     from ..paper_values.xie2021 import TASK_ROWS, table1_column
 
-    runs = _attacks(records, {"reconstruct"})
+    from .dp_attack_sections import is_dp_release
+
+    runs = [r for r in _attacks(records, {"reconstruct"}) if not is_dp_release(r)]  # DP releases: Figure 2's section
     if not runs:
         return None
     out = REC_INTRO

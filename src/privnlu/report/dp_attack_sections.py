@@ -1,0 +1,86 @@
+"""Report section for the reconstruction attack against DP instance encoding (Xie & Hong 2022, Figure 2).
+
+One table per task: a row per (mechanism, calibration), a column per target epsilon, each cell the attack's
+lenient / strict success (% of the private originals), and the epsilon the release really has under the paper's
+calibration. Plain TextHide (16, 4), the figure's reference, is set beside the paper's "around 85 %". The figure
+itself is an image: only its text's claims are printed beside.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..paper_values import compare_cells, lookup, values
+from .registry import Context, md_table, section, table
+
+
+def is_dp_release(r: dict) -> bool:
+    return any(c.get("dp_calibration") for c in r.get("conditions", {}).values())
+
+
+def _nmf(c: dict) -> dict:
+    m = c["methods"]
+    return m.get("nmf") or next(iter(m.values()))
+
+
+def _figure2(records: list[dict]):
+    """task -> (TextHide references, {(mechanism, calibration): {epsilon: (lenient, strict, accounted)}})."""
+    refs: dict[str, list[tuple[str, dict]]] = defaultdict(list)
+    grid: dict[str, dict[tuple[str, str], dict[float, tuple]]] = defaultdict(lambda: defaultdict(dict))
+    attacks = [r for r in records if r.get("kind") == "attack" and r.get("attack") == "reconstruct"]
+    if not any(is_dp_release(r) for r in attacks):
+        return {}
+    for r in attacks:
+        for name, c in r["conditions"].items():
+            v = _nmf(c)
+            cal = c.get("dp_calibration")
+            if cal:
+                grid[r["task"]][(cal["mechanism"], cal["calibration"])][float(cal["target_epsilon"])] = (
+                    v.get("success_lenient", v.get("success")), v.get("success_strict"), cal["accounted_epsilon"])
+            elif str(c["m"]) == "16" and int(c["k"]) == 4:
+                refs[r["task"]].append((name, v))
+    return {t: (refs[t], grid[t]) for t in sorted(grid)}
+
+
+def _rows(task: str, refs, grid) -> tuple[list[str], list[list[object]]]:
+    eps = sorted({e for c in grid.values() for e in c})
+    head = ["release", "paper (Figure 2)", *[f"eps={e:g}" for e in eps]]
+    rows: list[list[object]] = []
+    paper = lookup("xie2022", "Figure 2", f"TextHide (16, 4), {'SST-2' if task == 'sst2' else 'CoLA'}", "attack success")
+    for _, v in refs:
+        p, o, d = compare_cells(v.get("success_lenient", v.get("success")), paper)
+        rows.append(["TextHide (16, 4), no noise: lenient % (diff to paper)", p, *[f"{o} ({d})"] * len(eps)])
+    for (mech, cal), c in sorted(grid.items()):
+        name = f"{mech}, {'paper (not DP)' if cal == 'paper' else 'correct'}"
+        rows.append([f"{name}: lenient / strict %", "-",
+                     *[f"{c[e][0]:.0f} / {c[e][1]:.0f}" if e in c and c[e][1] is not None else
+                       (f"{c[e][0]:.0f}" if e in c else "-") for e in eps]])
+        if cal == "paper":
+            rows.append([f"{name}: accounted epsilon", "-", *[f"{c[e][2]:.3g}" if e in c else "-" for e in eps]])
+    return head, rows
+
+
+def _claims() -> str:
+    claims = dict.fromkeys(v.claim for v in values("xie2022", "Figure 2") if v.claim)  # one per claim, in order
+    return " ".join(f"\u201c{c}\u201d" for c in claims)
+
+
+NOTE = ("The paper's scheme (no sign mask, m = 0, k = 4), 100 private training examples x 50 encodings, privnlu's "
+        "nmf attack (the strongest clustering); success in % of the 100 originals, lenient (nearest of the 100) and "
+        "strict (with 5,000 distractors); chance 1 %. The paper's Figure 2 is an image; its text says: ")
+
+
+def dp_attack_md(records: list[dict]) -> str | None:
+    data = _figure2(records)
+    if not data:
+        return None
+    return "\n\n".join(f"{task}:\n\n" + md_table(*_rows(task, *v)) for task, v in data.items()) + "\n\n" + NOTE + _claims()
+
+
+@section("dp_attack", "DP instance encoding: reconstruction attack against epsilon (Xie & Hong 2022, Figure 2)",
+         order=61, markdown=dp_attack_md)
+def dp_attack(records: list[dict], ctx: Context) -> str | None:
+    data = _figure2(records)
+    if not data:
+        return None
+    return f"<p>{NOTE}{_claims()}</p>" + "".join(f"<h3>{task}</h3>" + table(*_rows(task, *v)) for task, v in data.items())
