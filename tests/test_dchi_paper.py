@@ -118,3 +118,19 @@ def test_report_shows_tables_45_beside_the_paper_and_the_gain_against_steps(tmp_
     assert "beside the paper (Tables 4-5)" in page and "0.7030" in page and "0.5298" in page  # Table 4 eta 100
     assert "gain against pretraining steps" in page and (tmp_path / "rep" / "dchi_pretrain_gain.png").is_file()
     assert "+0.0600" in page  # 4,000 steps: +0.06 on every seed
+
+
+def test_markdown_report_prints_tables_45_with_the_paired_test(tmp_path):
+    from privnlu.io import write_json_atomic
+    from privnlu.report import markdown_report
+
+    for s in range(3):
+        for mode, acc in (("token", 0.50 + s / 100), ("text", 0.70 + s / 50)):
+            write_json_atomic(tmp_path / f"{mode}{s}.json", {
+                "kind": "dchi_finetune", "task": "sst2", "encoder": "transformer", "mode": mode, "eta": 100.0,
+                "seed": s, "tag": "", "score": 100 * acc, "metrics": {"accuracy": acc}, "train_size": 10,
+                "dev_size": 5, "epochs": 1})
+    md = markdown_report([tmp_path])
+    assert "beside the paper (Tables 4-5)" in md
+    row = next(line for line in md.splitlines() if line.startswith("| sst2 | transformer | text | 100 |"))
+    assert "| 0.7030 |" in row and "| 0.7200 |" in row and "+0.2100 (p=" in row  # paper, ours, text - token

@@ -109,34 +109,40 @@ def dchi_pretrain(records: list[dict], ctx: Context) -> str | None:
 
 # -- Tables 4-5 as the paper prints them: accuracy per (eta, encoder, mode), seeds paired, paper beside ours ------
 
-def _paper_table45(records: list[dict], ctx: Context) -> str | None:
+T45_HEADERS = ["task", "encoder", "mode", "eta", "seeds", "paper", "ours", "ours - paper", "text - token (p)",
+               "vs other encoder (p)"]
+T45_NOTE = ("Accuracy (fraction, as the paper prints it), mean over seeds; runs with the same seed share the "
+            "privatized data and order, and are compared by Student's paired t-test over seeds (the paper's test; "
+            "its pairing unit is not stated). The paper's Table 5 is QQP; our MRPC rows are compared with it as a "
+            "stand-in. 'text - token': this mode minus token-rep, same encoder (the paper's Delta 1 / Delta 3); "
+            "'vs other encoder': minus the other encoder, same mode.")
+
+
+def _table45_rows(records: list[dict]) -> list[list[object]]:
     from ..experiments.qu2021 import table45
     from ..paper_values import compare_cells
     from ..paper_values.qu2021 import finetune as paper_cell
 
-    rows = [r for r in table45(records) if not r["tag"]]
-    if not rows:
-        return None
-    out = []
-    for r in rows:
-        p_tok = r.get("vs_token", {}).get("p")
-        p_enc = r.get("vs_other_encoder", {}).get("p")
-        out.append([r["task"], r["encoder"], r["mode"], "" if r["eta"] is None else f"{r['eta']:g}", len(r["seeds"]),
-                    *compare_cells(r["mean"], paper_cell(r["task"], r["encoder"], r["mode"], r["eta"]), digits=4),
-                    "" if p_tok is None else f"{r['vs_token']['mean_diff']:+.4f} (p={p_tok:.3f})",
-                    "" if p_enc is None else f"{r['vs_other_encoder']['mean_diff']:+.4f} (p={p_enc:.3f})"])
-    return ("<p>Accuracy (fraction, as the paper prints it), mean over seeds; runs with the same seed share the "
-            "privatized data and order, and are compared by Student's paired t-test over seeds (the paper's test; "
-            "its pairing unit is not stated). The paper's Table 5 is QQP; our MRPC rows are compared with it as a "
-            "stand-in. 'text - token': this mode minus token-rep, same encoder (the paper's Delta 1 / Delta 3); "
-            "'vs other encoder': minus the other encoder, same mode.</p>"
-            + table(["task", "encoder", "mode", "eta", "seeds", "paper", "ours", "ours - paper", "text - token (p)",
-                     "vs other encoder (p)"], out))
+    def paired(r: dict, key: str) -> str:
+        t = r.get(key, {})
+        return "" if t.get("p") is None else f"{t['mean_diff']:+.4f} (p={t['p']:.3f})"
+
+    return [[r["task"], r["encoder"], r["mode"], "" if r["eta"] is None else f"{r['eta']:g}", len(r["seeds"]),
+             *compare_cells(r["mean"], paper_cell(r["task"], r["encoder"], r["mode"], r["eta"]), digits=4),
+             paired(r, "vs_token"), paired(r, "vs_other_encoder")]
+            for r in table45(_finetune(records)) if not r["tag"]]
 
 
-@section("dchi_table45", "d_chi: privacy-constrained fine-tuning beside the paper (Tables 4-5)", order=44)
+def _table45_md(records: list[dict]) -> str | None:
+    rows = _table45_rows(records)
+    return (T45_NOTE + "\n\n" + md_table(T45_HEADERS, rows)) if rows else None
+
+
+@section("dchi_table45", "d_chi: privacy-constrained fine-tuning beside the paper (Tables 4-5)", order=44,
+         markdown=_table45_md)
 def dchi_table45(records: list[dict], ctx: Context) -> str | None:
-    return _paper_table45(_finetune(records), ctx)
+    rows = _table45_rows(records)
+    return f"<p>{T45_NOTE}</p>" + table(T45_HEADERS, rows) if rows else None
 
 
 _PT_TAG = re.compile(r"^pt-([a-z]+?)-?(\d+)?$")
