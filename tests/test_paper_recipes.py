@@ -87,6 +87,27 @@ def test_xie2022_figure1_uses_the_unmasked_scheme_and_clean_queries(tmp_path, ba
     assert [r for r in masked if r["scheme"] == "dp"][0]["dp_scheme"] == "dp-ie-masked"
 
 
+def test_xie2022_figure1_checkpoints_its_runs_and_completes_a_bare_record(tmp_path, base, monkeypatch):
+    """Each run trains with a hidden checkpoint beside its record (an interrupted joint run resumes), and a record
+    that train_run wrote just before an interruption (no recipe fields yet) is completed, not retrained."""
+    from privnlu.experiments import pipeline
+
+    kw = dict(tasks=("sst2",), base=base, epsilons=(2.0,), mechanisms=("gaussian",), calibrations=("paper",),
+              scale_name=TINY, progress=False)
+    outs = []
+    real = pipeline.train_run
+    monkeypatch.setattr(xie2022, "train_run", lambda spec, prep, **k: (outs.append(k.get("out")), real(spec, prep, **k))[1])
+    recs = xie2022.figure1(tmp_path / "f1", **kw)
+    assert len(outs) == 3 and all(o is not None and o.parent == tmp_path / "f1" for o in outs)
+    bare = {k: v for k, v in recs[-1].items() if k not in ("majority", "accuracy", "dp_scheme", "scale")}
+    from privnlu.io import write_json_atomic
+    write_json_atomic(outs[-1], bare)
+    outs.clear()
+    again = xie2022.figure1(tmp_path / "f1", **kw)
+    assert outs == [] and again[-1]["dp_scheme"] == "dp-ie" and again[-1]["majority"] == recs[-1]["majority"]
+    assert not [p.name for p in (tmp_path / "f1").iterdir() if p.name.startswith(".")]
+
+
 def _rec(scheme, score, variant="baseline", m="0", k=1, dp=None, group="xie2022", task="sst2", **kw):
     return {"kind": "train", "group": group, "task": task, "scheme": scheme, "variant": variant, "m": m, "k": k,
             "score": score, "metric": "accuracy", "mode": "frozen", "dp": dp, "n_train": 100,

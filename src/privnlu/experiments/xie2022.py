@@ -74,11 +74,14 @@ def figure1(out: Path, *, tasks: tuple[str, ...] = FIGURE1_TASKS, base: RunSpec 
         prep = None
         for spec in specs:
             path = out / f"{spec.label}-{mode}.json"
-            if path.exists():
-                records.append(read_json(path))
+            done = read_json(path) if path.exists() else None
+            if done is not None and "majority" in done:
+                records.append(done)
                 continue
             prep = prep or prepare(spec, progress=progress)
-            rec = train_run(spec, prep, progress=False, group=GROUP)
+            # ``out=path``: an interrupted joint run resumes from its last epoch (a hidden checkpoint beside it);
+            # a record without the fields below was written by train_run just before an interruption
+            rec = done or train_run(spec, prep, out=path, progress=False, group=GROUP)
             rec.update({"scale": sc.name, "dp_scheme": scheme_name(spec.m) if spec.dp else None, "majority": majority(prep),
                         **_scores(rec)})
             write_json_atomic(path, rec)
