@@ -70,6 +70,18 @@ def test_table45_pairs_by_seed_and_budget():
     assert qu2021.budget(10_000, 32, 3) == {"optimizer_steps": 939, "examples_seen": 30_000}
     assert qu2021.paper_lr("sst2") == 2e-5 and qu2021.paper_lr("mrpc") == 4e-5
 
+def test_table45_compares_each_encoders_drop_from_its_own_null_run():
+    """The transformer starts higher and loses more: equal accuracy under privacy, a larger drop (paired by seed)."""
+    cells = {("transformer", "null", None): (0.85, 0.86, 0.84), ("transformer", "token", 100.0): (0.62, 0.64, 0.61),
+             ("bilstm", "null", None): (0.80, 0.79, 0.81), ("bilstm", "token", 100.0): (0.63, 0.62, 0.63)}
+    recs = [{"kind": "dchi_finetune", "task": "sst2", "encoder": e, "mode": m, "eta": eta, "seed": s,
+             "score": 100 * a, "metrics": {"accuracy": a}} for (e, m, eta), accs in cells.items() for s, a in enumerate(accs)]
+    rows = {(r["encoder"], r["mode"]): r for r in qu2021.table45(recs)}
+    drop = rows[("transformer", "token")]["drop_vs_other_encoder"]
+    assert drop["n"] == 3 and drop["mean_diff"] == pytest.approx((0.06 + 0.05 + 0.05) / 3) and drop["p"] < 0.05
+    assert rows[("bilstm", "token")]["drop_vs_other_encoder"]["mean_diff"] == pytest.approx(-drop["mean_diff"])
+    assert "drop_vs_other_encoder" not in rows[("transformer", "null")]
+
 
 def test_examples_use_the_papers_sentence_and_count_distinct_outputs(tmp_path, tiny_model):
     out = tmp_path / "ex.json"

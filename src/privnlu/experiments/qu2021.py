@@ -194,8 +194,21 @@ def table45(records: list[dict]) -> list[dict]:
             common = sorted(set(seeds) & set(by[other]))
             if len(common) >= 2:
                 row[name] = paired_t_test([seeds[s] for s in common], [by[other][s] for s in common])
+        # "BERT is less robust than BiLSTM": each encoder's drop from its own Null Privacy run, paired by seed
+        mine = _drops(by, (task, tag, enc, mode, eta))
+        theirs = _drops(by, (task, tag, "bilstm" if enc == "transformer" else "transformer", mode, eta))
+        common = sorted(set(mine) & set(theirs))
+        if mode != "null" and len(common) >= 2:
+            row["drop_vs_other_encoder"] = paired_t_test([mine[s] for s in common], [theirs[s] for s in common])
         rows.append(row)
     return rows
+
+
+def _drops(by: dict, key: tuple) -> dict[int, float]:
+    """Per seed, the Null-privacy accuracy of the same (task, tag, encoder) minus this run's: the cost of privacy."""
+    task, tag, enc, _, _ = key
+    null, runs = by.get((task, tag, enc, "null", None), {}), by.get(key, {})
+    return {s: null[s] - runs[s] for s in set(null) & set(runs)}
 
 
 # -- section 6.2: sequence-representation privatization ("a 30% absolute decrease even at eta = 175") -------------
