@@ -21,6 +21,13 @@ $R xie2022-figure1 $J --train-limit 5000 --tasks sst2 --dp-calibrations correct 
     --dp-epsilons 8,20 --out $X; stamp "xie2022 joint laplace"
 # 2. Table 1 joint, STS-B (the smallest-per-step pair task; >= 2,000 steps for every run)
 TASKS=stsb bash scripts/issue10_s8_table1.sh; stamp "table1 stsb"
-# 3. then the rest of session 8's queue (MRPC, RTE, the fine-tuned Figure 2 and Table 6)
+# 3. Figure 2 with the encoder fine-tuned, the mask-pool axis at k = 4 on the first 5,000 SST-2 examples (>= 2,000
+#    steps per run): mixing alone (m = 0), the paper's m = 256, and a fresh mask per encoding (m = inf)
+S="runs/i10/s8-sst2-5k-joint"
+$R huang2020-figure2 $J --train-limit 5000 --ms 0,256,inf --ks 4 --out $S; stamp "figure2 joint m = 0, 256, inf"
+# 4. then the rest of session 8's queue (MRPC, RTE, the rest of Figure 2 and Table 6)
 TASKS="mrpc rte" bash scripts/issue10_s8_table1.sh; stamp "table1 mrpc rte"
+$R huang2020-figure2 $J --train-limit 5000 --ms 16,1024 --ks 4 --out $S
+$R huang2020-figure2 $J --train-limit 5000 --ms 256 --ks 1,2,8 --out $S; stamp "figure2 joint"
+$R huang2020-table6 $J --train-limit 5000 --out $S; stamp "table6 joint"
 stamp "queue done"
