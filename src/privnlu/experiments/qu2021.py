@@ -187,8 +187,9 @@ def table45(records: list[dict]) -> list[dict]:
     for (task, tag, enc, mode, eta), seeds in sorted(by.items(), key=lambda kv: (kv[0][:4], kv[0][4] or 0.0)):
         row = {"task": task, "tag": tag, "encoder": enc, "mode": mode, "eta": eta, "seeds": sorted(seeds),
                "mean": sum(seeds.values()) / len(seeds)}
+        other_enc = "bilstm" if enc == "transformer" else "transformer"
         for name, other in (("vs_token", (task, tag, enc, "token", eta)),
-                            ("vs_other_encoder", (task, tag, "bilstm" if enc == "transformer" else "transformer", mode, eta))):
+                            ("vs_other_encoder", (task, tag, other_enc, mode, eta))):
             if other == (task, tag, enc, mode, eta) or other not in by:
                 continue
             common = sorted(set(seeds) & set(by[other]))
@@ -196,7 +197,7 @@ def table45(records: list[dict]) -> list[dict]:
                 row[name] = paired_t_test([seeds[s] for s in common], [by[other][s] for s in common])
         # "BERT is less robust than BiLSTM": each encoder's drop from its own Null Privacy run, paired by seed
         mine = _drops(by, (task, tag, enc, mode, eta))
-        theirs = _drops(by, (task, tag, "bilstm" if enc == "transformer" else "transformer", mode, eta))
+        theirs = _drops(by, (task, tag, other_enc, mode, eta))
         common = sorted(set(mine) & set(theirs))
         if mode != "null" and len(common) >= 2:
             row["drop_vs_other_encoder"] = paired_t_test([mine[s] for s in common], [theirs[s] for s in common])
