@@ -130,6 +130,9 @@ def test_report_shows_tables_45_beside_the_paper_and_the_gain_against_steps(tmp_
     assert "beside the paper (Tables 4-5)" in page and "0.7030" in page and "0.5298" in page  # Table 4 eta 100
     assert "gain against pretraining steps" in page and (tmp_path / "rep" / "dchi_pretrain_gain.png").is_file()
     assert "+0.0600" in page  # 4,000 steps: +0.06 on every seed
+    from privnlu.report import markdown_report
+    gain = next(l for l in markdown_report([tmp_path / "res"]).splitlines() if "| denoising | 4000 |" in l)
+    assert "| 3 | +0.0600 | 0.000 |" in gain  # three seeds, the same gain on each: p = 0 (zero variance)
 
 
 def test_markdown_report_prints_tables_45_with_the_paired_test(tmp_path):

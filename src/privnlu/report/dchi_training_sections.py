@@ -150,29 +150,52 @@ def dchi_table45(records: list[dict], ctx: Context) -> str | None:
 _PT_TAG = re.compile(r"^pt-([a-z]+?)-?(\d+)?$")
 
 
-@section("dchi_pretrain_gain", "d_chi: fine-tuning gain against pretraining steps (paper Tables 6-7)", order=46)
-def dchi_pretrain_gain(records: list[dict], ctx: Context) -> str | None:
-    """Fine-tuning runs tagged ``pt-<objective>-<steps>`` against the untagged (original encoder) run of the same
-    task, mode, eta and seed: the paired gain, by pretraining steps."""
+GAIN_HEADERS = ["task", "mode", "eta", "objective", "steps", "seeds", "mean gain (accuracy)", "paired t-test p"]
+
+
+def _pretrain_gains(records: list[dict]) -> dict[tuple, list[tuple[float, float]]]:
+    """(task, mode, eta, objective, steps) -> per seed (accuracy after pretraining, the original encoder's)."""
     ft = _finetune(records)
     base = {(r["task"], r["mode"], r["eta"], r.get("seed")): r["metrics"].get("accuracy") for r in ft if not r.get("tag")}
-    gains: dict[tuple, list[float]] = defaultdict(list)
+    pairs: dict[tuple, list[tuple[float, float]]] = defaultdict(list)
     for r in ft:
         m = _PT_TAG.match(r.get("tag") or "")
         b = base.get((r["task"], r["mode"], r["eta"], r.get("seed")))
         if m and m.group(2) and b is not None:
-            gains[(r["task"], r["mode"], r["eta"], m.group(1), int(m.group(2)))].append(r["metrics"]["accuracy"] - b)
-    if not gains:
+            pairs[(r["task"], r["mode"], r["eta"], m.group(1), int(m.group(2)))].append((r["metrics"]["accuracy"], b))
+    return dict(sorted(pairs.items(), key=lambda kv: tuple(str(x) for x in kv[0][:4]) + (kv[0][4],)))
+
+
+def _gain_rows(pairs: dict[tuple, list[tuple[float, float]]]) -> list[list[object]]:
+    from ..experiments.qu2021 import paired_t_test
+
+    rows = []
+    for (task, mode, eta, obj, steps), ab in pairs.items():
+        p = paired_t_test(*map(list, zip(*ab)))["p"] if len(ab) >= 2 else None
+        rows.append([task, mode, f"{eta:g}", obj, steps, len(ab), f"{sum(a - b for a, b in ab) / len(ab):+.4f}",
+                     "" if p is None else f"{p:.3f}"])
+    return rows
+
+
+def _pretrain_gain_md(records: list[dict]) -> str | None:
+    pairs = _pretrain_gains(records)
+    return md_table(GAIN_HEADERS, _gain_rows(pairs)) if pairs else None
+
+
+@section("dchi_pretrain_gain", "d_chi: fine-tuning gain against pretraining steps (paper Tables 6-7)", order=46,
+         markdown=_pretrain_gain_md)
+def dchi_pretrain_gain(records: list[dict], ctx: Context) -> str | None:
+    """Fine-tuning runs tagged ``pt-<objective>-<steps>`` against the untagged (original encoder) run of the same
+    task, mode, eta and seed: the paired gain, by pretraining steps."""
+    pairs = _pretrain_gains(records)
+    if not pairs:
         return None
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.2, 3.2))
     lines: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
-    rows = []
-    for (task, mode, eta, obj, steps), g in sorted(gains.items(), key=lambda kv: tuple(str(x) for x in kv[0][:4]) + (kv[0][4],)):
-        mean = sum(g) / len(g)
-        lines[(task, mode, eta, obj)].append((steps, mean))
-        rows.append([task, mode, f"{eta:g}", obj, steps, len(g), f"{mean:+.4f}"])
+    for (task, mode, eta, obj, steps), ab in pairs.items():
+        lines[(task, mode, eta, obj)].append((steps, sum(a - b for a, b in ab) / len(ab)))
     for (task, mode, eta, obj), pts in lines.items():
         ax.plot(*zip(*sorted(pts)), "o-", label=f"{task} {mode} eta={eta:g} {obj}")
     ax.axhline(0, color="k", lw=0.6)
@@ -181,4 +204,4 @@ def dchi_pretrain_gain(records: list[dict], ctx: Context) -> str | None:
     ax.set_ylabel("accuracy gain over the original encoder")
     ax.legend(fontsize=6)
     return (ctx.figure(fig, "dchi_pretrain_gain", "paired fine-tuning gain against pretraining steps")
-            + table(["task", "mode", "eta", "objective", "steps", "seeds", "mean gain (accuracy)"], rows))
+            + table(GAIN_HEADERS, _gain_rows(pairs)))
