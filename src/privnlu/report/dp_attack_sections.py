@@ -23,6 +23,10 @@ def _nmf(c: dict) -> dict:
     return m.get("nmf") or next(iter(m.values()))
 
 
+def _lenient(v: dict) -> float:
+    return v.get("success_lenient", v.get("success"))
+
+
 def _figure2(records: list[dict]):
     """task -> (TextHide references, {(mechanism, calibration): {epsilon: (lenient, strict, accounted)}})."""
     refs: dict[str, list[tuple[str, dict]]] = defaultdict(list)
@@ -36,7 +40,7 @@ def _figure2(records: list[dict]):
             cal = c.get("dp_calibration")
             if cal:
                 grid[r["task"]][(cal["mechanism"], cal["calibration"])][float(cal["target_epsilon"])] = (
-                    v.get("success_lenient", v.get("success")), v.get("success_strict"), cal["accounted_epsilon"])
+                    _lenient(v), v.get("success_strict"), cal["accounted_epsilon"])
             elif str(c["m"]) == "16" and int(c["k"]) == 4:
                 refs[r["task"]].append((name, v))
     return {t: (refs[t], grid[t]) for t in sorted(grid)}
@@ -48,7 +52,7 @@ def _rows(task: str, refs, grid) -> tuple[list[str], list[list[object]]]:
     rows: list[list[object]] = []
     paper = lookup("xie2022", "Figure 2", f"TextHide (16, 4), {'SST-2' if task == 'sst2' else 'CoLA'}", "attack success")
     for _, v in refs:
-        p, o, d = compare_cells(v.get("success_lenient", v.get("success")), paper)
+        p, o, d = compare_cells(_lenient(v), paper)
         rows.append(["TextHide (16, 4), no noise: lenient % (diff to paper)", p, *[f"{o} ({d})"] * len(eps)])
     for (mech, cal), c in sorted(grid.items()):
         name = f"{mech}, {'paper (not DP)' if cal == 'paper' else 'correct'}"
