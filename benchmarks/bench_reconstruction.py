@@ -71,6 +71,8 @@ def main() -> None:
     ap.add_argument("--nmf-support", type=int, default=64, help="sparse nmf: groups per encoding")
     ap.add_argument("--nmf-seeds", default="clique", help="the groups nmf starts from: clique or paper-greedy")
     ap.add_argument("--nmf-repair-iters", type=int, default=50, help="nmf iterations after duplicate groups are re-seeded (0: off)")
+    ap.add_argument("--nmf-repair-start", choices=("seeds", "warm"), default="seeds",
+                    help="the repair restarts every group from its seed, or only the re-seeded ones (warm)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--ref-rows", type=int, default=50)
     ap.add_argument("--seed", type=int, default=1)
@@ -80,6 +82,7 @@ def main() -> None:
 
     from privnlu.attacks.audit import Condition, reconstruction_audit
     from privnlu.attacks.reconstruction import CLUSTERINGS, SPARSE_CLUSTERINGS, ReconstructionConfig, features
+    from privnlu.attacks import reconstruction_kernels as kernels
     from privnlu.attacks.threat import Corpus
     from privnlu.io import write_json_atomic
     from privnlu.mechanisms.texthide import parse_m
@@ -91,7 +94,8 @@ def main() -> None:
     priv, aux, dis = order[: args.n], order[args.n : args.n + 2000], order[args.n + 2000 : args.n + 7000]
     methods = tuple(args.methods.split(",")) if args.methods else (SPARSE_CLUSTERINGS if args.graph else CLUSTERINGS)
     cfg = ReconstructionConfig(seed=0, graph=args.graph, nmf_iters=args.nmf_iters, nmf_seeds=args.nmf_seeds,
-                               nmf_support=args.nmf_support, nmf_repair_iters=args.nmf_repair_iters)
+                               nmf_support=args.nmf_support, nmf_repair_iters=args.nmf_repair_iters,
+                               nmf_repair_start=args.nmf_repair_start)
     t0 = time.perf_counter()
     c0 = resource.getrusage(resource.RUSAGE_SELF)
     rec = reconstruction_audit(x[priv], labels[priv], Condition("bench", parse_m(args.m), args.k), SecretGenerator(args.seed, warn=False),
@@ -108,6 +112,8 @@ def main() -> None:
     out = {"kind": "attack", "attack": "reconstruct-scale", "task": args.task, "train_limit": args.train_limit, "source": source, "threads": args.threads, "n_private": args.n, "n_encodings": args.n * args.epochs, "m": args.m,
            "k": args.k, "graph_neighbours": args.graph or None, "nmf_iters": args.nmf_iters,
            "nmf_seeds": args.nmf_seeds, "nmf_support": args.nmf_support, "nmf_repair_iters": args.nmf_repair_iters,
+           "nmf_repair_start": args.nmf_repair_start,
+           "nmf_products": "compiled" if kernels.AVAILABLE else "scipy",
            "repaired_groups": {m: v.get("repaired_groups") for m, v in rec["methods"].items()},
            "attack_total_seconds": round(total, 1), "attack_cpu_seconds": round(cpu, 1), "peak_rss_gib": round(peak_gib, 2),
            "stages": {m: v["seconds"] for m, v in rec["methods"].items()},

@@ -8,7 +8,10 @@ session-6 denominator (a w x w block of ``H^T H`` gathered per row), in the same
 Synthetic graph of the size of a 1,000-example x 50-encoding release with 200 neighbours per encoding (random
 edges and affinities: the cost depends on the shapes, not on the values). Prints seconds per product and the
 ratios; both give the same numbers (checked). The last line times the same products in float32 (nmf_sparse's
-default since session 8) on ``--threads`` threads, against float64 on as many.
+default since session 8) on ``--threads`` threads, against float64 on as many, and the compiled products
+(``privnlu.attacks.reconstruction_kernels``, numba; session 10) against float32 scipy. ``--clustered``: each
+encoding mixes 4 of ``--groups`` originals and its neighbours share one of them, as in a real release (random
+affinities still), so that neighbours' supports overlap as they do there.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 import numpy as np
 import torch
 
+from privnlu.attacks import reconstruction_kernels as kernels
 from privnlu.attacks import reconstruction_sparse as rs
 
 
@@ -30,16 +34,18 @@ def main() -> None:
     ap.add_argument("--degree", type=int, default=200)
     ap.add_argument("--support", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--clustered", action="store_true", help="neighbours share an original (see the docstring)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
     n, g = args.n, args.groups
     lo = np.repeat(np.arange(n), args.degree // 2)
-    hi = rng.integers(0, n, len(lo))
+    member = np.stack([rng.choice(g, 4, replace=False) for _ in range(n)]) if args.clustered else None
+    hi = _clustered_neighbours(rng, member, args.degree // 2) if args.clustered else rng.integers(0, n, len(lo))
     keep = lo != hi
     A = rs.sym_csr(np.minimum(lo, hi)[keep], np.maximum(lo, hi)[keep], rng.random(int(keep.sum())).astype(np.float32), n)
     A = A.astype(np.float64)
-    member = rng.integers(0, g, (n, 4))
+    member = rng.integers(0, g, (n, 4)) if member is None else member
     seeds = [torch.from_numpy(np.nonzero((member == j).any(1))[0][:30]) for j in range(g)]
     S = rs.nmf_support(A, seeds, args.support)
     H = S.copy().astype(np.float64)
@@ -62,7 +68,7 @@ def main() -> None:
     for threads in (1, args.threads):
         torch.set_num_threads(threads)
         t = time.perf_counter()
-        num = rs._product_on_support(A, H, S, rows)
+        num = rs._product_on_support(A, H, rows)
         t_num = time.perf_counter() - t
         t = time.perf_counter()
         den = rs._gram_on_support(H, rows)
@@ -71,13 +77,25 @@ def main() -> None:
     # single precision (nmf_sparse's default since session 8): the same products on float32 copies
     A32, H32 = A.astype(np.float32), H.astype(np.float32)
     t = time.perf_counter()
-    num32 = rs._product_on_support(A32, H32, S, rows)
+    num32 = rs._product_on_support(A32, H32, rows)
     t_num32 = time.perf_counter() - t
     t = time.perf_counter()
     den32 = rs._gram_on_support(H32, rows)
     t_den32 = time.perf_counter() - t
     assert np.allclose(num32, num_ref.data, rtol=1e-4) and np.allclose(den32, den_ref.data, rtol=1e-4)
     (n1, d1), (nt, dt) = timed[1], timed[args.threads]
+    compiled = None
+    if kernels.AVAILABLE:
+        kernels.masked_product(A32, H32), kernels.gram_product(H32)  # compile (or load numba's cache) first
+        t = time.perf_counter()
+        numc = kernels.masked_product(A32, H32)
+        t_numc = time.perf_counter() - t
+        t = time.perf_counter()
+        denc = kernels.gram_product(H32)
+        t_denc = time.perf_counter() - t
+        assert np.allclose(numc, num32, rtol=1e-4) and np.allclose(denc, den32, rtol=1e-4)
+        compiled = {"A_H": round(t_numc, 2), "H_HtH": round(t_denc, 2),
+                    "iteration_ratio_to_float32_threads": round((t_num32 + t_den32) / (t_numc + t_denc), 2)}
     print(json.dumps({"n": n, "groups": g, "edges": A.nnz // 2, "support": args.support, "threads": args.threads,
                       "A_H_seconds": {"full_then_masked": round(t_num_ref, 2), "on_support_1_thread": round(n1, 2),
                                       "on_support_threads": round(nt, 2), "ratio_1_thread": round(t_num_ref / n1, 2),
@@ -88,8 +106,21 @@ def main() -> None:
                       "iteration_ratio_1_thread": round((t_num_ref + t_den_ref) / (n1 + d1), 2),
                       "iteration_ratio_threads": round((t_num_ref + t_den_ref) / (nt + dt), 2),
                       "float32_threads_seconds": {"A_H": round(t_num32, 2), "H_HtH": round(t_den32, 2)},
-                      "float32_iteration_ratio_to_float64_threads": round((nt + dt) / (t_num32 + t_den32), 2)},
+                      "float32_iteration_ratio_to_float64_threads": round((nt + dt) / (t_num32 + t_den32), 2),
+                      "clustered": args.clustered, "compiled_float32_threads_seconds": compiled},
                      indent=1))
+
+
+def _clustered_neighbours(rng: np.random.Generator, member: np.ndarray, per_row: int) -> np.ndarray:
+    """``per_row`` neighbours of each encoding, drawn among the encodings that share one of its 4 originals
+    (``member``: (N, 4) original ids)."""
+    n, originals = len(member), int(member.max()) + 1
+    order = np.argsort(member.ravel(), kind="stable")
+    owners = order // 4  # encodings, grouped by original
+    starts = np.searchsorted(member.ravel()[order], np.arange(originals + 1))
+    which = member[np.arange(n).repeat(per_row), rng.integers(0, 4, n * per_row)]
+    lo, hi = starts[which], starts[which + 1]
+    return owners[lo + (rng.random(n * per_row) * (hi - lo)).astype(np.int64)]
 
 
 def _gram_per_row_session6(H, chunk: int = 4096) -> np.ndarray:

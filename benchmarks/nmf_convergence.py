@@ -62,17 +62,10 @@ def main() -> None:
     with open(args.inputs, "rb") as fh:
         A, seeds, size = pickle.load(fh)[:3]
     torch.set_num_threads(args.threads)
-    S = rs.nmf_support(A, seeds, args.support)
-    H = S.copy().astype(np.float64)
-    H.data[:] = 0.001
-    H = (H + 0.099 * rs._membership(seeds, A.shape[0]).multiply(S)).tocsr()
-    H.sort_indices()
-    A = A.astype(np.float64)
-    rows = np.repeat(np.arange(S.shape[0]), np.diff(S.indptr))
+    H = rs.nmf_sparse_start(A, seeds, args.support, dtype=np.float64)
     snaps, t0 = {}, time.perf_counter()
     for it in range(1, args.iters + 1):
-        num = rs._product_on_support(A, H, S, rows)
-        H.data *= 0.5 + 0.5 * num / np.maximum(rs._gram_on_support(H, rows), 1e-12)
+        rs.nmf_sparse_factor(A, H, iters=1)
         if it % args.every == 0:
             snaps[it] = groups(H, size)
     seconds = time.perf_counter() - t0

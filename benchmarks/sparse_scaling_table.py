@@ -4,7 +4,7 @@
 
 Columns: private examples n, encodings, pairs scored (all pairs or a k-NN graph with K neighbours), nmf
 iterations / groups per encoding / seeds, the repair pass (session 8: its nmf iterations and how many duplicate
-groups it re-seeded), then per clustering the lenient, strict and exact-sentence success, the threads, wall and
+groups it re-seeded; "warm": the kept groups continued from the first pass), then per clustering the lenient, strict and exact-sentence success, the threads, wall and
 CPU seconds of the attack and the process's peak memory. Rows sorted by n, then all pairs first, then K.
 """
 
@@ -35,6 +35,7 @@ def table(records: list[dict]) -> str:
         for method, s in d["success"].items():
             fixed = (d.get("repaired_groups") or {}).get(method)
             repair = f"{d['nmf_repair_iters']} ({fixed})" if "nmf_repair_iters" in d and fixed is not None else "-"
+            repair += ", warm" if d.get("nmf_repair_start") == "warm" else ""
             lines.append(f"| {d['n_private']} | {d['n_encodings']} | {pairs} | {nmf} | {repair} | {method} | "
                          f"{s['success_lenient']:.1f} | {s['success_strict']:.1f} | {s['success_sentence']:.1f} | "
                          f"{d.get('threads', 1)} | {d['attack_total_seconds']:.0f} | {d['attack_cpu_seconds']:.0f} | "

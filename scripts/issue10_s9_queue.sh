@@ -25,9 +25,10 @@ TASKS=stsb bash scripts/issue10_s8_table1.sh; stamp "table1 stsb"
 #    steps per run): mixing alone (m = 0), the paper's m = 256, and a fresh mask per encoding (m = inf)
 S="runs/i10/s8-sst2-5k-joint"
 $R huang2020-figure2 $J --train-limit 5000 --ms 0,256,inf --ks 4 --out $S; stamp "figure2 joint m = 0, 256, inf"
-# 4. then the rest of session 8's queue (MRPC, RTE, the rest of Figure 2 and Table 6)
-TASKS="mrpc rte" bash scripts/issue10_s8_table1.sh; stamp "table1 mrpc rte"
+# 4. the rest of the fine-tuned Figure 2 panel (session 10 moved it before MRPC / RTE: 16 min per run, against 40+
+#    for a Table 1 pair-task run), then Table 6 and session 8's MRPC and RTE
 $R huang2020-figure2 $J --train-limit 5000 --ms 16,1024 --ks 4 --out $S
 $R huang2020-figure2 $J --train-limit 5000 --ms 256 --ks 1,2,8 --out $S; stamp "figure2 joint"
 $R huang2020-table6 $J --train-limit 5000 --out $S; stamp "table6 joint"
+TASKS="mrpc rte" bash scripts/issue10_s8_table1.sh; stamp "table1 mrpc rte"
 stamp "queue done"

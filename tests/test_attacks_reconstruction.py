@@ -1,5 +1,6 @@
 """The Xie & Hong 2021 reconstruction attack: pair scorer, clustering, coefficients, least squares, success."""
 
+import itertools
 import math
 
 import numpy as np
@@ -474,8 +475,9 @@ def test_cli_graph_refuses_all_pairs_clusterings(capsys, tmp_path):
 
 
 def test_sparse_nmf_products_on_support_are_the_full_products_on_any_number_of_threads():
-    """Both nmf products, computed a block of rows at a time on 1 or 2 threads, equal the full sparse products
-    read at the support."""
+    """Both nmf products, computed a block of rows at a time on 1 or 2 threads (scipy, and compiled where numba is
+    installed), equal the full sparse products read at the support."""
+    from privnlu.attacks import reconstruction_kernels as kernels
     from privnlu.attacks import reconstruction_sparse as rs
 
     rng = np.random.default_rng(0)
@@ -496,8 +498,17 @@ def test_sparse_nmf_products_on_support_are_the_full_products_on_any_number_of_t
     try:
         for t in (1, 2):
             torch.set_num_threads(t)
-            np.testing.assert_allclose(rs._product_on_support(A, H, S, rows, chunk=64), full_num[rows, cols], rtol=1e-12)
+            np.testing.assert_allclose(rs._product_on_support(A, H, rows, chunk=64), full_num[rows, cols], rtol=1e-12)
             np.testing.assert_allclose(rs._gram_on_support(H, rows, chunk=64), full_den[rows, cols], rtol=1e-12)
+            if kernels.AVAILABLE:  # the compiled products, on an unsorted A too
+                np.testing.assert_allclose(kernels.masked_product(A, H), full_num[rows, cols], rtol=1e-12)
+                np.testing.assert_allclose(kernels.gram_product(H), full_den[rows, cols], rtol=1e-12)
+                shuffled = A.copy()
+                for i in range(n):
+                    a, b = shuffled.indptr[i], shuffled.indptr[i + 1]
+                    order = rng.permutation(b - a)
+                    shuffled.indices[a:b], shuffled.data[a:b] = shuffled.indices[a:b][order], shuffled.data[a:b][order]
+                np.testing.assert_allclose(kernels.masked_product(shuffled, H), full_num[rows, cols], rtol=1e-12)
     finally:
         torch.set_num_threads(threads)
 
@@ -523,10 +534,10 @@ def test_nmf_repair_reseeds_a_duplicate_group_on_the_unfound_original():
     feats, truth, seeds = _split_seed_release()
     plain = nmf_clusters(feats, 10, 20, seeds, iters=150)
     assert _originals(plain, truth) == set(range(9)) and duplicate_groups(plain, 200) == [1]
-    for graph in (0, 40):  # all pairs, and the k-NN graph (sparse nmf)
-        pairs = _PairGraph(feats, {}, ReconstructionConfig(graph=graph, nmf_support=10))
+    for graph, start in itertools.product((0, 40), ("seeds", "warm")):  # all pairs, and the k-NN graph (sparse nmf)
+        pairs = _PairGraph(feats, {}, ReconstructionConfig(graph=graph, nmf_support=10, nmf_repair_start=start))
         groups, repaired = pairs.nmf(seeds, 20, 1)
-        assert repaired == 1 and _originals(groups, truth) == set(range(10)), graph
+        assert repaired == 1 and _originals(groups, truth) == set(range(10)), (graph, start)
         off = _PairGraph(feats, {}, ReconstructionConfig(graph=graph, nmf_support=10, nmf_repair_iters=0))
         assert off.nmf(seeds, 20, 1)[1] == 0
 
@@ -537,3 +548,37 @@ def test_duplicate_groups_keeps_the_first_of_overlapping_groups():
     a, b, c = torch.arange(0, 10), torch.arange(5, 15), torch.arange(20, 30)
     assert duplicate_groups([a, b, c], 40) == [1]  # b shares half its members with a
     assert duplicate_groups([a, torch.arange(6, 16), c], 40) == []  # 4 of 10: below half
+
+
+def test_warm_nmf_start_keeps_the_earlier_factor_except_for_fresh_groups():
+    from privnlu.attacks import reconstruction_sparse as rs
+    from privnlu.attacks.reconstruction import nmf_start
+
+    feats, truth, seeds = _split_seed_release()
+    n = len(feats)
+    earlier = torch.rand(n, len(seeds), generator=torch.Generator().manual_seed(3)) + 0.5
+    H = nmf_start(n, seeds, warm=earlier, fresh=[1])
+    assert torch.equal(H[:, [0, *range(2, 10)]], earlier[:, [0, *range(2, 10)]])
+    assert set(torch.nonzero(H[:, 1] == 0.1).squeeze(1).tolist()) == set(seeds[1].tolist())
+    assert int((H[:, 1] == 0.001).sum()) == n - len(seeds[1])
+    lo, hi = rs.complete_graph(n)  # the sparse start on full support is the dense one
+    A = rs.sym_csr(lo, hi, np.ones(len(lo)), n)
+    Hs = rs.nmf_sparse_start(A, seeds, len(seeds), dtype=np.float64, warm=rs.sp.csr_matrix(earlier.double().numpy()), fresh=[1])
+    np.testing.assert_allclose(Hs.toarray(), H.double().numpy(), rtol=1e-6)
+    cold = rs.nmf_sparse_start(A, seeds, len(seeds), dtype=np.float64)
+    np.testing.assert_allclose(cold.toarray(), nmf_start(n, seeds).double().numpy(), rtol=1e-6)
+
+
+def test_sparse_nmf_gives_the_same_groups_with_and_without_the_compiled_products(monkeypatch):
+    from privnlu.attacks import reconstruction_kernels as kernels
+    from privnlu.attacks import reconstruction_sparse as rs
+
+    if not kernels.AVAILABLE:
+        pytest.skip("numba is not installed (privnlu[scale])")
+    feats, truth, seeds = _split_seed_release()
+    lo, hi, cos = rs.knn_graph(feats, 40)
+    A = rs.sym_csr(lo, hi, np.maximum(cos, 0.0), len(feats))
+    compiled = rs.nmf_sparse(A, seeds, 20, iters=60, support=10)
+    monkeypatch.setattr(kernels, "AVAILABLE", False)
+    plain = rs.nmf_sparse(A, seeds, 20, iters=60, support=10)
+    assert [g.tolist() for g in compiled] == [g.tolist() for g in plain]

@@ -58,6 +58,7 @@ from .threat import Attack, AttackerView, Grant
 CLUSTERINGS = ("paper-greedy", "threshold", "clique", "nmf")
 SPARSE_CLUSTERINGS = ("paper-greedy", "clique", "nmf")  # the ones that run on a k-NN graph
 NMF_SEEDS = ("clique", "paper-greedy")  # the groups nmf starts from
+NMF_REPAIR_STARTS = ("seeds", "warm")  # what the repair pass of nmf starts from (:meth:`_PairGraph.nmf`)
 SOLVERS = ("alternating", "adam")
 
 
@@ -89,6 +90,7 @@ class ReconstructionConfig:
     nmf_support: int = 64  # sparse nmf: groups per encoding (session 6: 64; 32 lost 3 points at n = 100)
     nmf_seeds: str = "clique"  # the groups nmf starts from: clique growth, or the paper's greedy rule
     nmf_repair_iters: int = 50  # nmf iterations after duplicate groups are re-seeded (0: no repair; session 8)
+    nmf_repair_start: str = "seeds"  # the repair restarts every group from its seed, or only the re-seeded ("warm")
 
     def __post_init__(self) -> None:
         for name in ("hidden", "rank", "sim_releases", "sim_epochs", "pairs_per_release", "train_epochs", "ls_steps", "block"):
@@ -99,6 +101,8 @@ class ReconstructionConfig:
         require(self.lr > 0 and self.ls_lr > 0 and self.mlp_lr > 0, "reconstruction: learning rates must be positive")
         require(self.graph >= 0, "reconstruction: graph (neighbours) must be >= 0")
         require(self.solver in SOLVERS, f"reconstruction: unknown solver '{self.solver}'; choose from {', '.join(SOLVERS)}")
+        require(self.nmf_repair_start in NMF_REPAIR_STARTS,
+                f"reconstruction: nmf repair starts are {', '.join(NMF_REPAIR_STARTS)}, not '{self.nmf_repair_start}'")
         require(self.nmf_seeds in NMF_SEEDS, f"reconstruction: nmf seeds are {', '.join(NMF_SEEDS)}, not '{self.nmf_seeds}'")
 
 
@@ -265,16 +269,33 @@ def nmf_clusters(feats: torch.Tensor, n: int, size: int, seeds: list[torch.Tenso
     ``M M^T`` for the membership matrix ``M``: a factorisation uses all pair scores together, where clique growth
     thresholds them one at a time."""
     require(len(seeds) >= 1, "nmf clustering needs at least one seed group")
+    return top_members(nmf_factor(feats, nmf_start(len(feats), seeds), iters=iters), size)
+
+
+def nmf_start(n_enc: int, seeds: list[torch.Tensor], *, warm: torch.Tensor | None = None,
+              fresh: list[int] | None = None) -> torch.Tensor:
+    """The starting ``H`` (N, groups): 0.001, each seed's members 0.1. ``warm``: an earlier ``H`` of the same
+    groups, kept for every group not in ``fresh``; only the ``fresh`` groups start from their seeds."""
+    H = torch.full((n_enc, len(seeds)), 0.001) if warm is None else warm.clone()
+    for j in range(len(seeds)) if warm is None else (fresh or []):
+        H[:, j] = 0.001
+        H[seeds[j], j] = 0.1
+    return H
+
+
+def nmf_factor(feats: torch.Tensor, H: torch.Tensor, *, iters: int = 150) -> torch.Tensor:
+    """``iters`` multiplicative updates of ``H`` (in place) on the all-pairs affinity of ``feats``."""
     fn = nn.functional.normalize(feats, dim=1)
     A = (fn @ fn.T).clamp_min_(0.0)
     A.fill_diagonal_(0.0)
-    H = torch.full((len(feats), len(seeds)), 0.01)
-    for j, members in enumerate(seeds):
-        H[members, j] = 1.0
-    H *= 0.1
     for _ in range(iters):
         H.mul_(0.5 + 0.5 * (A @ H) / (H @ (H.T @ H)).clamp_min(1e-12))
-    top = H.topk(min(size, len(feats)), dim=0).indices
+    return H
+
+
+def top_members(H: torch.Tensor, size: int) -> list[torch.Tensor]:
+    """Group j: the ``size`` encodings with the largest ``H[:, j]`` (sorted ids)."""
+    top = H.topk(min(size, len(H)), dim=0).indices
     return [top[:, j].sort().values for j in range(H.shape[1])]
 
 
@@ -591,21 +612,38 @@ class _PairGraph:
 
     def nmf(self, seeds: list[torch.Tensor], size: int, k: int) -> tuple[list[torch.Tensor], int]:
         """nmf from ``seeds``; then duplicate groups are re-seeded on under-covered encodings and nmf runs again
-        for ``nmf_repair_iters`` (:mod:`.reconstruction_repair`). Returns the groups and how many were re-seeded."""
+        for ``nmf_repair_iters`` (:mod:`.reconstruction_repair`), every group from its seed (``nmf_repair_start =
+        "seeds"``) or only the re-seeded ones, the others continuing from the first pass (``"warm"``). Returns the
+        groups and how many were re-seeded."""
         from .reconstruction_repair import reseed_duplicates
 
-        groups = self._nmf(seeds, size, self.cfg.nmf_iters)
+        require(len(seeds) >= 1, "nmf clustering needs at least one seed group")
+        H = self._nmf_factor(self._nmf_start(seeds), self.cfg.nmf_iters)
+        groups = self._top(H, size)
         if not self.cfg.nmf_repair_iters:
             return groups, 0
-        repaired, n_new = reseed_duplicates(groups, self.n_enc, k, size, self._affinity_row)
-        return (self._nmf(repaired, size, self.cfg.nmf_repair_iters) if n_new else groups), n_new
+        repaired, fresh = reseed_duplicates(groups, self.n_enc, k, size, self._affinity_row)
+        if not fresh:
+            return groups, 0
+        warm = dict(warm=H, fresh=fresh) if self.cfg.nmf_repair_start == "warm" else {}
+        return self._top(self._nmf_factor(self._nmf_start(repaired, **warm), self.cfg.nmf_repair_iters), size), len(fresh)
 
-    def _nmf(self, seeds: list[torch.Tensor], size: int, iters: int) -> list[torch.Tensor]:
+    def _nmf_start(self, seeds: list[torch.Tensor], **warm):
         from . import reconstruction_sparse as rs
 
         if self.edges is None:
-            return nmf_clusters(self.feats, len(seeds), size, seeds, iters=iters)
-        return rs.nmf_sparse(self.affinity, seeds, size, iters=iters, support=self.cfg.nmf_support)
+            return nmf_start(self.n_enc, seeds, **warm)
+        return rs.nmf_sparse_start(self.affinity, seeds, self.cfg.nmf_support, **warm)
+
+    def _nmf_factor(self, H, iters: int):
+        from . import reconstruction_sparse as rs
+
+        return nmf_factor(self.feats, H, iters=iters) if self.edges is None else rs.nmf_sparse_factor(self.affinity, H, iters=iters)
+
+    def _top(self, H, size: int) -> list[torch.Tensor]:
+        from . import reconstruction_sparse as rs
+
+        return top_members(H, size) if self.edges is None else rs.sparse_top_members(H, size)
 
     def _affinity_row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """Encoding ``i``'s row of nmf's affinity ``max(0, cos)`` (all pairs, or its graph neighbours)."""

@@ -40,15 +40,15 @@ def duplicate_groups(groups: list[torch.Tensor], n_enc: int, overlap: float = 0.
 
 
 def reseed_duplicates(groups: list[torch.Tensor], n_enc: int, k: int, size: int, row: AffinityRow,
-                      overlap: float = 0.5) -> tuple[list[torch.Tensor], int]:
+                      overlap: float = 0.5) -> tuple[list[torch.Tensor], list[int]]:
     """The groups with every duplicate replaced by a new seed on under-covered encodings (module docstring), and
-    how many were replaced (0: nothing to repair)."""
+    the indices of the replaced groups (empty: nothing to repair)."""
     dup = duplicate_groups(groups, n_enc, overlap)
     if not dup:
-        return groups, 0
+        return groups, []
     kept = [g for j, g in enumerate(groups) if j not in set(dup)]
     count = np.bincount(np.concatenate([g.numpy() for g in kept]), minlength=n_enc) if kept else np.zeros(n_enc, int)
-    out, replaced = list(groups), 0
+    out, replaced = list(groups), []
     for j in dup:
         cand = np.flatnonzero(count < k)
         if len(cand) < 2:
@@ -63,7 +63,7 @@ def reseed_duplicates(groups: list[torch.Tensor], n_enc: int, k: int, size: int,
         members = np.concatenate([[seed], cols[np.argsort(-vals, kind="stable")[: size - 1]]]).astype(np.int64)
         out[j] = torch.from_numpy(np.sort(members))
         count[members] += 1
-        replaced += 1
+        replaced.append(j)
     return out, replaced
 
 

@@ -189,15 +189,14 @@ def _map_chunks(fn, n: int, chunk: int, out: np.ndarray) -> np.ndarray:
     return np.concatenate(parts, out=out) if parts else out
 
 
-def _product_on_support(A: sp.csr_matrix, H: sp.csr_matrix, S: sp.csr_matrix, rows: np.ndarray,
-                        chunk: int = 4096) -> np.ndarray:
-    """``A H`` at the entries of ``S`` (CSR order), a block of rows at a time: no N x G temporary."""
+def _product_on_support(A: sp.csr_matrix, H: sp.csr_matrix, rows: np.ndarray, chunk: int = 4096) -> np.ndarray:
+    """``A H`` at H's own entries (CSR order), a block of rows at a time: no N x G temporary."""
 
     def block(s: int, e: int) -> np.ndarray:
-        a, b = S.indptr[s], S.indptr[e]
-        return (A[s:e] @ H).toarray()[rows[a:b] - s, S.indices[a:b]]
+        a, b = H.indptr[s], H.indptr[e]
+        return (A[s:e] @ H).toarray()[rows[a:b] - s, H.indices[a:b]]
 
-    return _map_chunks(block, S.shape[0], chunk, np.empty(S.nnz, dtype=H.dtype))
+    return _map_chunks(block, H.shape[0], chunk, np.empty(H.nnz, dtype=H.dtype))
 
 
 def _gram_on_support(H: sp.csr_matrix, rows: np.ndarray, chunk: int = 4096) -> np.ndarray:
@@ -213,25 +212,57 @@ def _gram_on_support(H: sp.csr_matrix, rows: np.ndarray, chunk: int = 4096) -> n
     return _map_chunks(block, H.shape[0], chunk, np.empty(H.nnz, dtype=H.dtype))
 
 
-def nmf_sparse(affinity: sp.csr_matrix, seeds: list[torch.Tensor], size: int, *, iters: int = 150,
-               support: int = 64, dtype: type = np.float32) -> list[torch.Tensor]:
-    """Symmetric NMF on a sparse affinity with ``H`` on a fixed sparse support (module docstring); group j is
-    the ``size`` encodings with the largest ``H[:, j]``. Starts as the dense version: 0.001, seed members 0.1.
-    ``float32`` by default: the products are memory-bound, and single precision moves half the bytes (1.41x per
-    iteration at 50,000 encodings, ``benchmarks/bench_sparse_nmf.py``); the update is a ratio of two
-    positive sums, which float32 keeps to about 1e-6 relative."""
-    n_enc = affinity.shape[0]
+def _assign(H: sp.csr_matrix, W: sp.csr_matrix) -> None:
+    """``H[i, j] = W[i, j]`` at every stored entry of ``W`` (whose pattern lies within H's), in place."""
+    W = W.tocsr()
+    W.sort_indices()
+    g = H.shape[1]
+    key = lambda m: np.repeat(np.arange(m.shape[0], dtype=np.int64), np.diff(m.indptr)) * g + m.indices
+    H.data[np.searchsorted(key(H), key(W))] = W.data
+
+
+def nmf_sparse_start(affinity: sp.csr_matrix, seeds: list[torch.Tensor], support: int, *, dtype: type = np.float32,
+                     warm: sp.csr_matrix | None = None, fresh: list[int] | None = None) -> sp.csr_matrix:
+    """The starting ``H`` on its support (:func:`nmf_support`): 0.001, seed members 0.1, as the dense version.
+    ``warm``: an earlier ``H`` of the same groups; every group not in ``fresh`` keeps its values where the new
+    support has them (0.001 elsewhere), and only the ``fresh`` groups start from their seeds."""
     S = nmf_support(affinity, seeds, support)
-    M = _membership(seeds, n_enc)
-    H = S.copy().astype(dtype)
+    H = S.astype(dtype)
     H.data[:] = 0.001
-    H = (H + dtype(0.099) * M.astype(dtype).multiply(S)).tocsr().astype(dtype)
-    H.sort_indices()
-    A = affinity.astype(dtype)
-    rows = np.repeat(np.arange(S.shape[0]), np.diff(S.indptr))  # the row of every stored entry, CSR order
+    restart = np.ones(len(seeds), dtype=dtype)
+    if warm is not None:
+        restart[:] = 0
+        restart[list(fresh or [])] = 1
+        W = warm.tocsr().multiply(S) @ sp.diags(1 - restart)
+        W.eliminate_zeros()
+        _assign(H, W)
+    M = (_membership(seeds, S.shape[0]).astype(dtype) @ sp.diags(restart)).multiply(S).tocsr()
+    M.eliminate_zeros()
+    M.data[:] = 0.1
+    _assign(H, M)
+    return H
+
+
+def nmf_sparse_factor(affinity: sp.csr_matrix, H: sp.csr_matrix, *, iters: int = 150) -> sp.csr_matrix:
+    """``iters`` multiplicative updates of ``H`` (in place, on its own support); ``H``'s dtype sets the products'.
+    ``float32`` by default: the products are memory-bound, and single precision moves half the bytes (1.41x per
+    iteration at 50,000 encodings, ``benchmarks/bench_sparse_nmf.py``); the update is a ratio of two positive sums,
+    which float32 keeps to about 1e-6 relative."""
+    from . import reconstruction_kernels as kernels
+
+    A = affinity.astype(H.dtype, copy=False)
+    rows = np.repeat(np.arange(H.shape[0]), np.diff(H.indptr))  # the row of every stored entry, CSR order
     for _ in range(iters):
-        num = _product_on_support(A, H, S, rows)
-        H.data *= (0.5 + 0.5 * num / np.maximum(_gram_on_support(H, rows), 1e-12)).astype(dtype, copy=False)
+        if kernels.AVAILABLE:  # the same products, compiled (1.7x per iteration, benchmarks/bench_sparse_nmf.py)
+            num, den = kernels.masked_product(A, H), kernels.gram_product(H)
+        else:
+            num, den = _product_on_support(A, H, rows), _gram_on_support(H, rows)
+        H.data *= (0.5 + 0.5 * num / np.maximum(den, 1e-12)).astype(H.dtype, copy=False)
+    return H
+
+
+def sparse_top_members(H: sp.csr_matrix, size: int) -> list[torch.Tensor]:
+    """Group j: the ``size`` encodings with the largest ``H[:, j]`` (sorted ids)."""
     Hc = H.tocsc()
     out = []
     for j in range(Hc.shape[1]):
@@ -240,3 +271,10 @@ def nmf_sparse(affinity: sp.csr_matrix, seeds: list[torch.Tensor], size: int, *,
         top = rows[np.argsort(-vals, kind="stable")[:size]]
         out.append(torch.from_numpy(np.sort(top).astype(np.int64)))
     return out
+
+
+def nmf_sparse(affinity: sp.csr_matrix, seeds: list[torch.Tensor], size: int, *, iters: int = 150,
+               support: int = 64, dtype: type = np.float32) -> list[torch.Tensor]:
+    """Symmetric NMF on a sparse affinity with ``H`` on a fixed sparse support (module docstring), from the seeds."""
+    H = nmf_sparse_factor(affinity, nmf_sparse_start(affinity, seeds, support, dtype=dtype), iters=iters)
+    return sparse_top_members(H, size)

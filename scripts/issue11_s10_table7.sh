@@ -1,0 +1,30 @@
+#!/bin/bash
+# Session 10, issue 11: Qu et al. Table 7 (text-mode privacy-adaptive pretraining) at the Table 4 protocol, like
+# Table 6's gain curve (scripts/issue11_s8_queue.sh stage 4) but with M_txt inputs: denoising MLM on text privatized
+# at eta 100 (the clean warm-up of the M_rep run reused: it sees no privatized text), 1,000 adaptation steps, then
+# continued to 3,000; each encoder fine-tuned in text mode exactly like the original's Table 4 runs (seeds 0-2).
+# Resumes (pretraining from its checkpoint, finished fine-tuning runs are read back).
+# Usage: nohup bash scripts/issue11_s10_table7.sh > runs/i11/s10-table7.log 2>&1 &
+set -u
+cd "$(dirname "$0")/.."
+. scripts/env.sh
+bash scripts/restore_results.sh
+export OMP_NUM_THREADS=1
+P="nice -n 19 $PY -m privnlu.cli.main"
+stamp() { echo "== $1 $(date -u +%T)"; }
+O=runs/dchi_pt
+PT="dchi pretrain --dchi-mechanism text --eta 100 --batch-size 16 --max-length 64 --checkpoint-every 100 --objective denoising --quiet"
+ft() {
+  for s in 0 1 2; do
+    $P dchi finetune --encoders transformer --modes text --etas 100 --max-length 128 --batch-size 32 --epochs 3 --quiet \
+        --task sst2 --train-limit 10000 --seed $s --model $O/text-denoising-$1/encoder --tag pt-text-denoising-$1 \
+        --out runs/dchi_t45/sst2_s$s
+  done; stamp "table7 finetune $1"
+}
+[ -f $O/text-denoising-1000/pretrain.json ] || $P $PT --init-head $O/denoising-1000/mlm_head_warm.safetensors \
+    --steps 1000 --seed 0 --out $O/text-denoising-1000 --resume
+stamp "table7 pretrain 1000"; ft 1000
+[ -f $O/text-denoising-3000/pretrain.json ] || $P $PT --model $O/text-denoising-1000/encoder \
+    --init-head $O/text-denoising-1000/mlm_head.safetensors --steps 2000 --seed 1 --out $O/text-denoising-3000 --resume
+stamp "table7 pretrain 3000"; ft 3000
+stamp "done"
