@@ -124,6 +124,7 @@ def test_report_shows_tables_45_beside_the_paper_and_the_gain_against_steps(tmp_
     recs += [rec("transformer", "text", 0.70 + s / 50, s) for s in range(3)]
     recs += [rec("transformer", "token", 0.53 + s / 100, s, tag=f"pt-denoising-{n}") for s in range(3) for n in (1000,)]
     recs += [rec("transformer", "token", 0.56 + s / 100, s, tag="pt-denoising-4000") for s in range(3)]
+    recs += [rec("transformer", "text", 0.71 + s / 50, s, tag="pt-text-denoising-1000") for s in range(3)]  # Table 7
     for i, r in enumerate(recs):
         write_json_atomic(tmp_path / "res" / f"{i}.json", r)
     page = build_report([tmp_path / "res"], tmp_path / "rep").read_text()
@@ -133,6 +134,8 @@ def test_report_shows_tables_45_beside_the_paper_and_the_gain_against_steps(tmp_
     from privnlu.report import markdown_report
     gain = next(l for l in markdown_report([tmp_path / "res"]).splitlines() if "| denoising | 4000 |" in l)
     assert "| 3 | +0.0600 | 0.000 |" in gain  # three seeds, the same gain on each: p = 0 (zero variance)
+    text = next(l for l in markdown_report([tmp_path / "res"]).splitlines() if "| text-denoising | 1000 |" in l)
+    assert text.startswith("| sst2 | text | 100 |") and "| 3 | +0.0100 |" in text  # against the text-mode original
 
 
 def test_markdown_report_prints_tables_45_with_the_paired_test(tmp_path):

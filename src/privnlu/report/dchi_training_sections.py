@@ -147,7 +147,8 @@ def dchi_table45(records: list[dict], ctx: Context) -> str | None:
     return f"<p>{T45_NOTE}</p>" + table(T45_HEADERS, rows) if rows else None
 
 
-_PT_TAG = re.compile(r"^pt-([a-z]+?)-?(\d+)?$")
+#: ``pt-<objective>-<steps>``, the objective optionally led by the pretraining input (``pt-text-denoising-1000``)
+_PT_TAG = re.compile(r"^pt-([a-z][a-z-]*?)-?(\d+)?$")
 
 
 GAIN_HEADERS = ["task", "mode", "eta", "objective", "steps", "seeds", "mean gain (accuracy)", "paired t-test p"]
