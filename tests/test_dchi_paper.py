@@ -147,8 +147,9 @@ def test_markdown_report_prints_tables_45_with_the_paired_test(tmp_path):
             write_json_atomic(tmp_path / f"{mode}{s}.json", {
                 "kind": "dchi_finetune", "task": "sst2", "encoder": "transformer", "mode": mode, "eta": 100.0,
                 "seed": s, "tag": "", "score": 100 * acc, "metrics": {"accuracy": acc}, "train_size": 10,
-                "dev_size": 5, "epochs": 1})
+                "dev_size": 5, "epochs": 1, **({"majority": {"accuracy": 50.92}} if s == 2 else {})})
     md = markdown_report([tmp_path])
     assert "beside the paper (Tables 4-5)" in md
     row = next(line for line in md.splitlines() if line.startswith("| sst2 | transformer | text | 100 |"))
     assert "| 0.7030 |" in row and "| 0.7200 |" in row and "+0.2100 (p=" in row  # paper, ours, text - token
+    assert "| 0.5092 |" in row  # the majority class, from the one record that carries it

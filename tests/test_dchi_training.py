@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -37,6 +38,8 @@ def test_mode_end_to_end_and_user_side_frozen(prep, encoder, mode):
     assert rec["kind"] == "dchi_finetune" and rec["mode"] == mode and rec["encoder"] == encoder
     assert len(rec["history"]) == 2 and 0 <= rec["score"] <= 100
     assert rec["train_size"] == 48 and rec["dev_size"] == 24
+    counts = np.bincount(np.asarray(prep.dev.labels)) / 24  # the floor the report prints beside the score
+    assert rec["majority"]["accuracy"] == pytest.approx(100 * counts[np.bincount(prep.train.labels).argmax()])
     # the user side is never touched
     assert torch.equal(prep.space.embeddings, table)
     assert all(torch.equal(v, user_encoder[k]) for k, v in prep.encoder.model.state_dict().items())

@@ -47,3 +47,14 @@ def compute(metric: str, pred: Sequence[float], gold: Sequence[float]) -> dict[s
     out = METRICS[metric](np.asarray(pred), np.asarray(gold))
     out["score"] = 100.0 * out[PRIMARY[metric]]
     return out
+
+
+def majority(metric: str, train_labels: Sequence[float], gold: Sequence[float], *, regression: bool = False) -> dict[str, float]:
+    """The score of predicting train's most frequent label (its mean for regression) on ``gold``: the floor a
+    table must show beside a score (MRPC's F1 of "always paraphrase" is 81.2). ``score`` x100; ``accuracy`` x100
+    where the metric has one."""
+    from collections import Counter
+
+    const = float(np.mean(train_labels)) if regression else Counter(train_labels).most_common(1)[0][0]
+    m = compute(metric, np.full(len(gold), const), np.asarray(gold))
+    return {"score": m["score"], **({"accuracy": 100 * m["accuracy"]} if "accuracy" in m else {})}

@@ -178,15 +178,18 @@ def table45(records: list[dict]) -> list[dict]:
     from collections import defaultdict
 
     by: dict[tuple, dict[int, float]] = defaultdict(dict)
+    floor: dict[str, float] = {}  # task -> the dev accuracy of the majority class (records since session 10)
     for r in records:
         if r.get("kind") != "dchi_finetune" or r.get("seed") is None:
             continue
         acc = r["metrics"].get("accuracy", r["score"])
         by[(r["task"], r.get("tag") or "", r["encoder"], r["mode"], r["eta"])][int(r["seed"])] = float(acc)
+        if (r.get("majority") or {}).get("accuracy") is not None:
+            floor[r["task"]] = r["majority"]["accuracy"] / 100
     rows = []
     for (task, tag, enc, mode, eta), seeds in sorted(by.items(), key=lambda kv: (kv[0][:4], kv[0][4] or 0.0)):
         row = {"task": task, "tag": tag, "encoder": enc, "mode": mode, "eta": eta, "seeds": sorted(seeds),
-               "mean": sum(seeds.values()) / len(seeds)}
+               "mean": sum(seeds.values()) / len(seeds), "majority": floor.get(task)}
         other_enc = "bilstm" if enc == "transformer" else "transformer"
         for name, other in (("vs_token", (task, tag, enc, "token", eta)),
                             ("vs_other_encoder", (task, tag, other_enc, mode, eta))):

@@ -102,15 +102,10 @@ def _candidate(spec: RunSpec, split: Prepared, done: Path | None, *, progress: b
 def majority(prep: Prepared) -> dict:
     """The dev score of predicting train's most frequent label (its mean for regression): the floor a table must
     show beside a score (MRPC's F1 of "always paraphrase" is 81.2, CoLA's accuracy of "always acceptable" 69.1)."""
-    from collections import Counter
+    from ..data.metrics import majority as majority_score
 
-    from ..data.metrics import compute
-
-    labels = prep.train.labels
-    const = float(np.mean(labels)) if prep.task.is_regression else Counter(labels).most_common(1)[0][0]
     dev = prep.evals[prep.task.eval_splits[0]]
-    m = compute(prep.task.metric, np.full(len(dev), const), np.asarray(dev.labels))
-    return {"score": m["score"], **({"accuracy": 100 * m["accuracy"]} if "accuracy" in m else {})}
+    return majority_score(prep.task.metric, prep.train.labels, dev.labels, regression=prep.task.is_regression)
 
 
 #: frozen-mode runs with a smaller ``train_limit`` read the first rows of the features cached at this limit

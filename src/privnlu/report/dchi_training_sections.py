@@ -109,15 +109,17 @@ def dchi_pretrain(records: list[dict], ctx: Context) -> str | None:
 
 # -- Tables 4-5 as the paper prints them: accuracy per (eta, encoder, mode), seeds paired, paper beside ours ------
 
-T45_HEADERS = ["task", "encoder", "mode", "eta", "seeds", "paper", "ours", "ours - paper", "text - token (p)",
-               "vs other encoder (p)", "drop from Null vs other encoder's (p)"]
+T45_HEADERS = ["task", "encoder", "mode", "eta", "seeds", "paper", "ours", "ours - paper", "majority class",
+               "text - token (p)", "vs other encoder (p)", "drop from Null vs other encoder's (p)"]
 T45_NOTE = ("Accuracy (fraction, as the paper prints it), mean over seeds; runs with the same seed share the "
             "privatized data and order, and are compared by Student's paired t-test over seeds (the paper's test; "
             "its pairing unit is not stated). The paper's Table 5 is QQP; our MRPC rows are compared with it as a "
             "stand-in. 'text - token': this mode minus token-rep, same encoder (the paper's Delta 1 / Delta 3); "
             "'vs other encoder': minus the other encoder, same mode; 'drop from Null vs other encoder's': this "
             "encoder's loss against its own Null Privacy run minus the other encoder's loss (positive: this encoder "
-            "degrades more; the paper's 'BERT is less robust' reading).")
+            "degrades more; the paper's 'BERT is less robust' reading). 'majority class': the dev accuracy of always "
+            "predicting train's most frequent label (blank for records written before it was recorded); a run at or "
+            "under it has learned nothing usable.")
 
 
 def _table45_rows(records: list[dict]) -> list[list[object]]:
@@ -131,7 +133,7 @@ def _table45_rows(records: list[dict]) -> list[list[object]]:
 
     return [[r["task"], r["encoder"], r["mode"], "" if r["eta"] is None else f"{r['eta']:g}", len(r["seeds"]),
              *compare_cells(r["mean"], paper_cell(r["task"], r["encoder"], r["mode"], r["eta"]), digits=4),
-             paired(r, "vs_token"), paired(r, "vs_other_encoder"), paired(r, "drop_vs_other_encoder")]
+             "" if r.get("majority") is None else f"{r['majority']:.4f}", paired(r, "vs_token"), paired(r, "vs_other_encoder"), paired(r, "drop_vs_other_encoder")]
             for r in table45(_finetune(records)) if not r["tag"]]
 
 

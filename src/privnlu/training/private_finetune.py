@@ -338,6 +338,8 @@ def finetune(prep: Prepared, config: FinetuneConfig, *, rng: SecretGenerator | N
         "eval_split": prep.task.eval_splits[0], "model": prep.model, **asdict(config),
         "body_lr": config.body_lr, "bf16_used": bf16, "max_length": prep.max_length, "train_size": n, "dev_size": len(dev_x),
         "score": history[-1]["eval"]["score"], "metrics": history[-1]["eval"], "history": history,
+        "majority": glue_metrics.majority(prep.task.metric, prep.train.labels, prep.dev.labels,
+                                          regression=prep.task.is_regression),
         "privatize_seconds": privatize_s, "seconds": time.time() - t0,
     }
     return FinetuneResult(record, model)
