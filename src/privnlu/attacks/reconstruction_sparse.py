@@ -253,7 +253,7 @@ def nmf_sparse_factor(affinity: sp.csr_matrix, H: sp.csr_matrix, *, iters: int =
     A = affinity.astype(H.dtype, copy=False)
     rows = np.repeat(np.arange(H.shape[0]), np.diff(H.indptr))  # the row of every stored entry, CSR order
     for _ in range(iters):
-        if kernels.AVAILABLE:  # the same products, compiled (1.7x per iteration, benchmarks/bench_sparse_nmf.py)
+        if kernels.AVAILABLE:  # the same products, compiled (1.6x per iteration at n = 1,000, docs/results_attacks.md)
             num, den = kernels.masked_product(A, H), kernels.gram_product(H)
         else:
             num, den = _product_on_support(A, H, rows), _gram_on_support(H, rows)
