@@ -28,6 +28,7 @@ $R $X --tasks sst2 --dp-calibrations correct --dp-mechanisms gaussian --dp-epsil
 $R $X --tasks sst2,cola --dp-calibrations paper,correct --dp-mechanisms laplace --dp-epsilons 20; stamp "dpie laplace 20"
 # 4. Figure 2, fine-tuned: the k axis at m = 256
 $R $F2 --ms 256 --ks 1,2,8; stamp "figure2 k = 1, 2, 8"
+$R $F2 --ms 0 --ks 1; stamp "figure2 (0, 1): the paper's baseline point at this budget"
 # 5. Table 6 and Table 1 on MRPC and RTE
 $R huang2020-table6 $J --train-limit 5000 --out $S; stamp "table6 joint"
 TASKS="mrpc rte" bash scripts/issue10_s8_table1.sh; stamp "table1 mrpc rte"
