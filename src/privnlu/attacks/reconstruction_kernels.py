@@ -65,7 +65,6 @@ if AVAILABLE:
                     s += h_val[r] * gram[h_idx[r], j]
                 out[p] = s
 
-
     @njit(parallel=True, cache=True, nogil=True)
     def _gram_matrix(h_ptr, h_idx, h_val, groups, parts):  # pragma: no cover - compiled
         n = len(h_ptr) - 1

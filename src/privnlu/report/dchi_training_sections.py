@@ -133,7 +133,8 @@ def _table45_rows(records: list[dict]) -> list[list[object]]:
 
     return [[r["task"], r["encoder"], r["mode"], "" if r["eta"] is None else f"{r['eta']:g}", len(r["seeds"]),
              *compare_cells(r["mean"], paper_cell(r["task"], r["encoder"], r["mode"], r["eta"]), digits=4),
-             "" if r.get("majority") is None else f"{r['majority']:.4f}", paired(r, "vs_token"), paired(r, "vs_other_encoder"), paired(r, "drop_vs_other_encoder")]
+             "" if r.get("majority") is None else f"{r['majority']:.4f}",
+             paired(r, "vs_token"), paired(r, "vs_other_encoder"), paired(r, "drop_vs_other_encoder")]
             for r in table45(_finetune(records)) if not r["tag"]]
 
 
