@@ -582,3 +582,31 @@ def test_sparse_nmf_gives_the_same_groups_with_and_without_the_compiled_products
     monkeypatch.setattr(kernels, "AVAILABLE", False)
     plain = rs.nmf_sparse(A, seeds, 20, iters=60, support=10)
     assert [g.tolist() for g in compiled] == [g.tolist() for g in plain]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_sparse_nmf_in_locality_order_is_the_same_update(monkeypatch, compiled):
+    """Iterating on rows sorted by main group only sums in another order: the same H (float64, 1e-9) and groups,
+    written back in the release's order, with or without the compiled products."""
+    from privnlu.attacks import reconstruction_kernels as kernels
+    from privnlu.attacks import reconstruction_sparse as rs
+
+    if compiled and not kernels.AVAILABLE:
+        pytest.skip("numba is not installed (privnlu[scale])")
+    monkeypatch.setattr(kernels, "AVAILABLE", compiled and kernels.AVAILABLE)
+    feats, truth, seeds = _split_seed_release()
+    shuffle = torch.randperm(len(feats), generator=torch.Generator().manual_seed(3))  # a release is shuffled
+    feats, inverse = feats[shuffle], torch.argsort(shuffle)
+    seeds = [inverse[s] for s in seeds]
+    lo, hi, cos = rs.knn_graph(feats, 40)
+    A = rs.sym_csr(lo, hi, np.maximum(cos, 0.0), len(feats))
+    start = rs.nmf_sparse_start(A, seeds, 10, dtype=np.float64)
+    order = rs.locality_order(start)
+    main = np.asarray(start.argmax(axis=1)).ravel()[order]
+    assert (np.diff(main) >= 0).all() and not (order == np.arange(len(order))).all()
+    plain = rs.nmf_sparse_factor(A, start.copy(), iters=60, reorder=False)
+    local = rs.nmf_sparse_factor(A, start.copy(), iters=60, reorder=True)
+    assert (local.indices == plain.indices).all() and (local.indptr == plain.indptr).all()
+    np.testing.assert_allclose(local.data, plain.data, rtol=1e-9, atol=1e-12)
+    assert [g.tolist() for g in rs.sparse_top_members(local, 20)] == [g.tolist() for g in rs.sparse_top_members(plain, 20)]
+    assert not np.allclose(local.data, start.data)  # it did iterate
