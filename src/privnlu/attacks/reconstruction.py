@@ -283,11 +283,18 @@ def nmf_start(n_enc: int, seeds: list[torch.Tensor], *, warm: torch.Tensor | Non
     return H
 
 
-def nmf_factor(feats: torch.Tensor, H: torch.Tensor, *, iters: int = 150) -> torch.Tensor:
-    """``iters`` multiplicative updates of ``H`` (in place) on the all-pairs affinity of ``feats``."""
+def all_pairs_affinity(feats: torch.Tensor) -> torch.Tensor:
+    """nmf's affinity on all pairs: ``A = max(0, cos(f_a, f_b))``, zero diagonal (N, N)."""
     fn = nn.functional.normalize(feats, dim=1)
     A = (fn @ fn.T).clamp_min_(0.0)
-    A.fill_diagonal_(0.0)
+    return A.fill_diagonal_(0.0)
+
+
+def nmf_factor(feats: torch.Tensor, H: torch.Tensor, *, iters: int = 150,
+               affinity: torch.Tensor | None = None) -> torch.Tensor:
+    """``iters`` multiplicative updates of ``H`` (in place) on the all-pairs affinity of ``feats`` (``affinity``:
+    :func:`all_pairs_affinity` of them, already formed)."""
+    A = all_pairs_affinity(feats) if affinity is None else affinity
     for _ in range(iters):
         H.mul_(0.5 + 0.5 * (A @ H) / (H @ (H.T @ H)).clamp_min(1e-12))
     return H
@@ -638,7 +645,15 @@ class _PairGraph:
     def _nmf_factor(self, H, iters: int):
         from . import reconstruction_sparse as rs
 
-        return nmf_factor(self.feats, H, iters=iters) if self.edges is None else rs.nmf_sparse_factor(self.affinity, H, iters=iters)
+        if self.edges is None:
+            return nmf_factor(self.feats, H, iters=iters, affinity=self._dense_affinity())
+        return rs.nmf_sparse_factor(self.affinity, H, iters=iters)
+
+    def _dense_affinity(self) -> torch.Tensor:
+        """The all-pairs affinity, formed once for the first pass, the repair pass and the repair's rows."""
+        if not hasattr(self, "_all_pairs"):
+            self._all_pairs = all_pairs_affinity(self.feats)
+        return self._all_pairs
 
     def _top(self, H, size: int) -> list[torch.Tensor]:
         from . import reconstruction_sparse as rs
@@ -648,10 +663,6 @@ class _PairGraph:
     def _affinity_row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """Encoding ``i``'s row of nmf's affinity ``max(0, cos)`` (all pairs, or its graph neighbours)."""
         if self.edges is None:
-            if not hasattr(self, "_unit"):
-                self._unit = nn.functional.normalize(self.feats, dim=1)
-            row = (self._unit @ self._unit[i]).clamp_min_(0.0)
-            row[i] = 0.0
-            return np.arange(self.n_enc), row.numpy()
+            return np.arange(self.n_enc), self._dense_affinity()[i].numpy()
         a, b = self.affinity.indptr[i], self.affinity.indptr[i + 1]
         return self.affinity.indices[a:b], self.affinity.data[a:b]
