@@ -169,6 +169,7 @@ def test_capture_is_safetensors_and_pickles_are_refused(tiny_model, tmp_path, ca
     torch.save({"format": "privnlu-wire-v1", "sent": [], "received": []}, tmp_path / "old.pt")
     from privnlu.cli.main import main
 
+    capsys.readouterr()  # drop what the run above logged (Flower's warnings), keep only the command's output
     assert main(["attack", "gradient", "--wire", str(tmp_path / "old.pt")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pickle" in err[0] and "never unpickles" in err[0]
@@ -285,6 +286,26 @@ def test_single_sentence_is_reassembled_from_the_two_tables(tiny_model, tmp_path
         exact += score_sentences([out["sentence_ids"]], true)["exact_sentences"]
     assert exact == 3
     assert len(shard_indices(len(load_train(cfg)), 2, 0)) == 12
+
+
+def test_single_sentence_order_holds_beyond_the_hidden_size_with_repeated_tokens():
+    """b = 1 with 40 positions in d = 8 (least squares on all positions is underdetermined there, and misplaced
+    tokens in every one of 20 such sentences), three tokens used 2-3 times (7 positions, fewer than d) as in a real
+    sentence: the word rows are sums of the position rows
+    of each token's positions."""
+    from privnlu.attacks.embedding_leak import order_single
+
+    g = torch.Generator().manual_seed(0)
+    length, d = 40, 8
+    sentence = list(range(100, 133)) + [7, 7, 7, 8, 8, 9, 9]  # 33 tokens used once, three repeated
+    sentence = [sentence[i] for i in torch.randperm(length, generator=g).tolist()]
+    pos = torch.zeros(64, d)
+    pos[:length] = torch.randn(length, d, generator=g)
+    word = torch.zeros(200, d)
+    for p, t in enumerate(sentence):
+        word[t] += pos[p]
+    ids = sorted(set(sentence))
+    assert len(ids) < length and order_single(word, pos, ids, length) == sentence
 
 
 # -- b > 1: slots, linking by gradient matching, the sweep record and the report --------------------------

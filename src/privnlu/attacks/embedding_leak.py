@@ -123,16 +123,29 @@ def slot_tokens(word: torch.Tensor, pos: torch.Tensor, ids: list[int], length: i
     return slots
 
 
-def order_single(word: torch.Tensor, pos: torch.Tensor, ids: list[int], length: int) -> list[int]:
-    """b = 1: the sentence's token ids in order. ``dL/dE_word[v] = sum_{p: x_p = v} dL/dE_pos[p]``, so each
-    token's row is a 0/1 combination of position rows: least squares of every token row on the position rows,
-    each position going to the token with the largest coefficient there."""
+def order_single(word: torch.Tensor, pos: torch.Tensor, ids: list[int], length: int, *,
+                 tol: float = 1e-3) -> list[int]:
+    """b = 1: the sentence's token ids in order. ``dL/dE_word[v] = sum_{p: x_p = v} dL/dE_pos[p]``: a token used
+    once has exactly its position's row, so positions whose row equals a token row (relative distance under
+    ``tol``) take that token. The other positions hold the repeated tokens, whose rows are 0/1 sums of those
+    positions' rows: least squares of each remaining token row on the remaining position rows, each position going
+    to the token with the largest coefficient there; this is determined while the repeated tokens fill at most d
+    positions. (Least squares on all positions at once is underdetermined once the sentence is longer than the
+    hidden size d, and then misplaces tokens.)"""
     if not ids or length <= 0:
         return []
-    p_rows = pos[:length].T  # (d, L)
-    w_rows = word[ids].T  # (d, |S|)
-    coef = torch.linalg.lstsq(p_rows, w_rows).solution  # (L, |S|): coef[p, j] ~ 1 if token j sits at p
-    return [ids[int(j)] for j in coef.argmax(1)]
+    p_rows, w_rows = pos[:length].double(), word[ids].double()  # (L, d), (S, d)
+    dist = torch.cdist(p_rows, w_rows) / w_rows.norm(dim=1).clamp_min(1e-30)  # (L, S)
+    nearest, exact = dist.argmin(1), dist.min(1).values < tol
+    out = [ids[int(j)] if e else None for j, e in zip(nearest, exact)]
+    rest_pos = [p for p in range(length) if not exact[p]]
+    if rest_pos:
+        used = set(nearest[exact].tolist())
+        rest_tok = [j for j in range(len(ids)) if j not in used] or list(range(len(ids)))
+        coef = torch.linalg.lstsq(p_rows[rest_pos].T, w_rows[rest_tok].T).solution  # (|rest_pos|, |rest_tok|)
+        for p, j in zip(rest_pos, coef.argmax(1).tolist()):
+            out[p] = ids[rest_tok[j]]
+    return out
 
 
 def order_tokens(grads: Mapping[str, np.ndarray | torch.Tensor], leak: TokenLeak, batch_size: int) -> list[list[int]]:
