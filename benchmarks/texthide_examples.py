@@ -17,6 +17,8 @@ import torch
 
 
 def main() -> None:
+    from privnlu.models.encoder import public_model_name
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--task", required=True)
     ap.add_argument("--attack", choices=["search", "invert"], required=True)
@@ -57,7 +59,7 @@ def main() -> None:
         extra = {"corpus": f"{args.task}/{split}", "corpus_size": len(dev), "n_known_pairs": len(prep.train)}
         threat = INVERSION_THREAT
     rec = {"kind": "attack", "attack": args.attack, "privnlu": __version__, "task": prep.task.name,
-           "threat_model": threat.to_json(), "encoder": prep.encoder.name, "pooling": prep.encoder.pooling,
+           "threat_model": threat.to_json(), "encoder": public_model_name(prep.encoder), "pooling": prep.encoder.pooling,
            "n_queries": len(idx), "conditions": res, "experiment_seed": args.seed, "seconds": round(time.time() - t0, 2),
            "train_limit": args.train_limit, **extra}
     write_json_atomic(args.out, rec)

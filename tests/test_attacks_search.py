@@ -1,6 +1,7 @@
 """Threat models, the FAISS similarity search, the five leakage metrics and `privnlu attack search`."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -145,6 +146,7 @@ def test_cli_attack_search(capsys, tmp_path, tiny_model, toy_glue):
     assert set(rec["conditions"]) == {"baseline", "mix-only", "texthide", "random"}
     assert rec["conditions"]["baseline"]["metrics"]["identity"] == 100.0
     assert set(rec["conditions"]["texthide"]["metrics"]) == {"identity", "jaccard", "tfidf", "label", "sbert"}
+    assert rec["encoder"] == Path(tiny_model).name  # the model's name, not a path of the auditor's machine
 
 
 @pytest.mark.parametrize("extra,match", [

