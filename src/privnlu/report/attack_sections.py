@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 
 from ..attacks.leakage import METRICS
-from .registry import Context, section, table
+from .registry import Context, md_table, section, table
 
 TITLES = {
     "search": "similarity search (TextHide section 4.4, Table 3)",
@@ -17,42 +17,75 @@ def _attacks(records: list[dict], names: set[str]) -> list[dict]:
     return [r for r in records if r.get("kind") == "attack" and r.get("attack") in names and r.get("mode") != "payload"]
 
 
-def _paper_block(r: dict) -> str:
-    """TextHide Table 3 (search) / Table 8 (inversion) beside ours: per metric and condition, paper / ours / diff."""
+def _paper_rows(r: dict) -> tuple[str, list[str], list[list[object]]] | None:
+    """TextHide Table 3 (search) / Table 8 (inversion) beside ours: (source, header, rows) per metric and
+    condition, paper / ours / diff; None where the paper has no such table."""
     from .. import paper_values as pv
     from ..paper_values.huang2020_search import CONDITION_COLUMNS, METRIC_ROWS, source
 
     src = source(3 if r["attack"] == "search" else 8, r["task"])
     conds = [c for c in r["conditions"] if c in CONDITION_COLUMNS]
     if not conds or not pv.values("huang2020", src):
-        return ""
+        return None
     rows = []
     for m in METRICS:
         row: list[object] = [m]
         for c in conds:
             row += pv.compare_cells(r["conditions"][c]["metrics"].get(m), pv.lookup("huang2020", src, METRIC_ROWS[m], CONDITION_COLUMNS[c]))
         rows.append(row)
-    head = ["metric"] + [f"{c} {w}" for c in conds for w in ("paper", "ours", "diff")]
+    return src, ["metric"] + [f"{c} {w}" for c in conds for w in ("paper", "ours", "diff")], rows
+
+
+def _paper_block(r: dict) -> str:
+    paper = _paper_rows(r)
+    if paper is None:
+        return ""
+    src, head, rows = paper
     return f"<p class='note'>Paper: Huang et al. 2020, {html.escape(src)} (x100).</p>" + table(head, rows)
 
 
-def _examples_block(r: dict) -> str:
+EXAMPLE_HEAD = ["query #", "query", "label", "condition", "retrieved", "label", "exact"]
+
+
+def _example_rows(r: dict) -> list[list[object]]:
     """TextHide Tables 4 (search) / 7 (inversion): example queries and what each condition retrieved."""
-    rows = []
-    for name, c in r["conditions"].items():
-        for e in c.get("examples", []):
-            rows.append([e["query_number"], e["query"], e.get("query_label"), name, e["retrieved"], e.get("retrieved_label"),
-                         "yes" if e["exact"] else "no"])
-    if not rows:
-        return ""
-    rows.sort(key=lambda x: (x[0], x[3]))
+    rows = [[e["query_number"], e["query"], e.get("query_label"), name, e["retrieved"], e.get("retrieved_label"),
+             "yes" if e["exact"] else "no"] for name, c in r["conditions"].items() for e in c.get("examples", [])]
+    return sorted(rows, key=lambda x: (x[0], x[3]))
+
+
+def _examples_note(r: dict) -> str:
     which = "Table 4" if r["attack"] == "search" else "Table 7"
-    return (f"<p class='note'>Example queries (as TextHide {which}): the first queries of the run, and the first query "
-            f"that retrieved its own sentence where none of those did.</p>"
-            + table(["query #", "query", "label", "condition", "retrieved", "label", "exact"], rows))
+    return (f"Example queries (as TextHide {which}): the first queries of the run, and the first query that "
+            f"retrieved its own sentence where none of those did.")
 
 
-@section("attack_leakage", "Attacks: leakage of privatized representations", order=40)
+def _examples_block(r: dict) -> str:
+    rows = _example_rows(r)
+    return f"<p class='note'>{_examples_note(r)}</p>" + table(EXAMPLE_HEAD, rows) if rows else ""
+
+
+def _leakage_rows(r: dict) -> list[list[object]]:
+    return [[name, c["m"], c["k"], *[c["metrics"].get(m) for m in METRICS]] for name, c in r["conditions"].items()]
+
+
+def _leakage_markdown(records: list[dict]) -> str | None:
+    """The leakage tables, the paper's beside them, and the example queries, as Markdown (``report --markdown``)."""
+    parts = []
+    for r in _attacks(records, set(TITLES)):
+        tm = r["threat_model"]
+        parts.append(f"**{r['task']}: {TITLES[r['attack']]}** (threat model {tm['name']}; {r['n_queries']} queries, "
+                     f"corpus {r.get('corpus')}, {r.get('corpus_size')} sentences)\n\n"
+                     + md_table(["condition", "m", "k", *METRICS], _leakage_rows(r)))
+        paper = _paper_rows(r)
+        if paper is not None:
+            parts.append(f"Paper: Huang et al. 2020, {paper[0]} (x100).\n\n" + md_table(paper[1], paper[2]))
+        if _example_rows(r):
+            parts.append(_examples_note(r) + "\n\n" + md_table(EXAMPLE_HEAD, _example_rows(r)))
+    return "\n\n".join(parts) or None
+
+
+@section("attack_leakage", "Attacks: leakage of privatized representations", order=40, markdown=_leakage_markdown)
 def attack_leakage(records: list[dict], ctx: Context) -> str | None:
     runs = _attacks(records, set(TITLES))
     if not runs:
@@ -61,7 +94,7 @@ def attack_leakage(records: list[dict], ctx: Context) -> str | None:
            "Jaccard, TF-IDF cosine, same label and SBERT cosine between the retrieved and the true sentence. "
            "The attacker gets only what the stated threat model grants.</p>")
     for r in runs:
-        rows = [[name, c["m"], c["k"], *[c["metrics"].get(m) for m in METRICS]] for name, c in r["conditions"].items()]
+        rows = _leakage_rows(r)
         tm = r["threat_model"]
         out += (f"<h3>{html.escape(r['task'])}: {html.escape(TITLES[r['attack']])}</h3>"
                 f"<p class='note'>threat model <b>{html.escape(tm['name'])}</b>: grants {html.escape(', '.join(tm['grants']))}; "
