@@ -173,6 +173,20 @@ def test_report_has_an_attack_section(tmp_path):
     assert "similarity search" in page and "similarity-search" in page
 
 
+def test_markdown_report_has_the_attack_tables_and_examples(tmp_path):
+    from privnlu.report import markdown_report
+
+    ex = {"query_number": 4, "query": "a query", "query_label": 1, "retrieved": "a query", "retrieved_label": 1, "exact": True}
+    rec = {"kind": "attack", "attack": "invert", "task": "sst2", "n_queries": 3, "corpus": "sst2/dev", "corpus_size": 9,
+           "threat_model": SEARCH_THREAT.to_json(),
+           "conditions": {"baseline": {"m": "0", "k": 1, "metrics": {"identity": 100.0, "jaccard": 100.0}, "examples": [ex]}}}
+    (tmp_path / "r.json").write_text(json.dumps(rec))
+    md = markdown_report([tmp_path / "r.json"])
+    assert "| baseline | 0 | 1 | 100.00 | 100.00 |" in md
+    assert "Table 8 (SST-2)" in md and "| identity | 94.8 | 100.0 | +5.2 |" in md  # the paper's Table 8 beside ours
+    assert "as TextHide Table 7" in md and "| 4 | a query | 1 | baseline | a query | 1 | yes |" in md
+
+
 def test_examples_show_the_same_queries_and_a_first_exact_hit():
     import numpy as np
 
