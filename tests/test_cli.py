@@ -94,6 +94,18 @@ def test_console_script_has_no_traceback(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_a_closed_output_pipe_ends_quietly(tmp_path):
+    """`privnlu report ... --markdown | head -1`: the reader has gone, so the command stops without a traceback."""
+    rec = {"kind": "attack", "attack": "search", "task": "toy", "n_queries": 1, "corpus": "toy/dev", "corpus_size": 1,
+           "threat_model": {"name": "similarity-search", "grants": []},
+           "conditions": {"baseline": {"m": "0", "k": 1, "metrics": {"identity": 100.0}}}}
+    (tmp_path / "r.json").write_text(json.dumps(rec))
+    code = ("import os, sys; r, w = os.pipe(); os.close(r); sys.stdout = os.fdopen(w, 'w'); "
+            "from privnlu.cli.main import main; sys.exit(main(['report', sys.argv[1], '--markdown']))")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r.json")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 141 and proc.stderr == ""
+
+
 def test_train_sweep_report_and_resume(capsys, tmp_path, tiny_model, toy_glue, cache_dir):
     args = base_args(tiny_model, toy_glue, cache_dir)
     run_dir = tmp_path / "run"

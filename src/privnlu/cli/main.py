@@ -201,7 +201,9 @@ def _main(argv: list[str] | None) -> int:
         if getattr(args, "quiet", False):
             silence_progress_bars()
         install_signal_handlers()
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers below, not at the interpreter's exit
+        return code
     except PrivnluError as exc:
         sys.stderr.write(f"privnlu: error: {exc}\n")
         return 2
@@ -211,6 +213,10 @@ def _main(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("privnlu: interrupted; finished results and checkpoints are intact (rerun with --resume)\n")
         return 130
+    except BrokenPipeError:  # the reader closed standard output (`privnlu report ... | head`): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that the interpreter's final flush does not raise again
+        return 141
 
 
 if __name__ == "__main__":
