@@ -1,0 +1,28 @@
+#!/bin/bash
+# Session 11, issue 10 section 4: DP instance encoding fine-tuned through the noise on CoLA at the budget where the
+# CoLA baseline learns (Table 1's: all 8,551 examples, 9 epochs = 2,169 steps of batch 32; session 10's 5,000
+# examples x 3 epochs left the baseline under the majority class), beside the baseline and TextHide (16, 4) that the
+# recipe runs first. Two lanes of one thread share the folder; a finished run is read back, so a rerun resumes.
+#   LANE=a: the baseline, TextHide (16, 4), the sound Gaussian at epsilon 20, then 15;
+#   LANE=b: waits for those two references, then the paper's calibration at epsilon 20, then the sound one at 10.
+# WAIT_PID: a process to wait for first (session 11: the Table 1 run each lane had before).
+# Usage: LANE=a nohup bash scripts/issue10_s11_cola_dpie.sh > runs/i10/s11-cola-dpie-a.log 2>&1 &
+set -u
+cd "$(dirname "$0")/.."
+. scripts/env.sh
+bash scripts/restore_results.sh
+export OMP_NUM_THREADS=1
+stamp() { echo "== $1 $(date -u +%T)"; }
+O=runs/i10/s11-xie2022-figure1-cola-joint
+X() {
+  nice -n 10 $PY -m privnlu.cli.main reproduce xie2022-figure1 --scale cpu --mode joint --batch-size 32 --epochs 9 \
+      --tasks cola --dp-mechanisms gaussian --dp-calibrations "$1" --dp-epsilons "$2" --out $O
+  stamp "cola dpie $1 epsilon $2"
+}
+finished() { [ -f "$1" ] && grep -q '"majority"' "$1"; }
+while [ -n "${WAIT_PID:-}" ] && kill -0 "$WAIT_PID" 2>/dev/null; do sleep 15; done
+case "${LANE:?LANE=a or LANE=b}" in
+  a) X correct 20; X correct 15 ;;
+  b) until finished $O/cola-baseline-joint.json && finished $O/cola-texthide-intra-m16-k4-joint.json; do sleep 30; done
+     X paper 20; X correct 10 ;;
+esac
