@@ -6,7 +6,6 @@ import argparse
 from dataclasses import replace
 
 from ..errors import PrivnluError
-from ..models.encoder import public_model_name
 from .common import add_data_args, add_model_args, add_texthide_args, positive_int, run_spec, say, warn_seed
 
 # the training settings a release never uses, fixed so that the shared pipeline's RunSpec can be built
@@ -58,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from ..mechanisms.release import hide_dataset
     from ..mechanisms.texthide import m_label
     from ..models import load_encoder
+    from ..models.encoder import public_model_name
     from ..rng import SecretGenerator
 
     warn_seed(args)
