@@ -17,8 +17,6 @@ import torch
 
 
 def main() -> None:
-    from privnlu.models.encoder import public_model_name
-
     ap = argparse.ArgumentParser()
     ap.add_argument("--task", required=True)
     ap.add_argument("--attack", choices=["search", "invert"], required=True)
@@ -37,6 +35,7 @@ def main() -> None:
     from privnlu.attacks.threat import INVERSION_THREAT, SEARCH_THREAT, Corpus
     from privnlu.experiments.pipeline import RunSpec, prepare
     from privnlu.io import write_json_atomic
+    from privnlu.models.encoder import public_model_name
     from privnlu.rng import SecretGenerator
 
     t0 = time.time()

@@ -126,9 +126,8 @@ def _query_idx(n: int, queries: int, seed: int | None):
 
 
 def _record(args, attack: str, threat, prep, results: dict, t0: float, **extra) -> dict:
-    from ..models.encoder import public_model_name
-
     from .. import __version__
+    from ..models.encoder import public_model_name
 
     return {"kind": "attack", "attack": attack, "privnlu": __version__, "task": prep.task.name,
             "threat_model": threat.to_json(), "encoder": public_model_name(prep.encoder), "pooling": prep.encoder.pooling,

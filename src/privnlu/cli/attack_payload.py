@@ -89,9 +89,8 @@ def _task_and_prep(args: argparse.Namespace, payload: SharedPayload):
 
 
 def _record(args, attack: str, threat, prep, payload: SharedPayload, t0: float, **extra) -> dict:
-    from ..models.encoder import public_model_name
-
     from .. import __version__
+    from ..models.encoder import public_model_name
 
     public = {k: payload.meta.get(k) for k in ("m", "k", "epochs", "n_examples", "inter", "task", "split", "encoder")}
     return {"kind": "attack", "attack": attack, "mode": "payload", "privnlu": __version__, "payload": str(args.payload),
