@@ -148,6 +148,13 @@ def test_table1_report_sets_paper_ours_and_difference_side_by_side():
     assert rows[0][-1] == 50.9 and "frozen" in row["our setting"] and row["steps to the reported epoch b / intra / inter"] == "100 / 2000 / -"
     assert all(h for h in TABLE1_HEAD)  # no blank column
     assert "ours 5.00 points over 1 task (paper, same tasks, primary metric: 0.70)" in summary and "1.87" in summary
+    # a task whose baseline does not beat the majority class measures no cost: the mean is also given without it
+    rte = [{**r, "task": "rte", "label": "rte-" + r["label"], "score": sc, "majority": {"score": 52.7}}
+           for r, sc in zip(recs, (52.7, 53.4))]
+    rows, summary = table1_rows(recs + rte)
+    assert len(rows) == 2 and "ours 2.15 points over 2 tasks (paper, same tasks, primary metric: 3.75)" in summary
+    assert "or over the tasks whose baseline beats the majority class: ours 5.00 points over 1 task" in summary
+    assert "majority class (no cost can be read there): rte (frozen)" in summary
 
 
 def test_cli_reproduce_quick_and_bad_input(tmp_path, tiny_model, capsys):
