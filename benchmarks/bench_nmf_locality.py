@@ -19,7 +19,7 @@ import time
 import numpy as np
 import torch
 
-from bench_sparse_nmf import _clustered_neighbours
+from bench_sparse_nmf import synthetic_graph
 from common import save
 from privnlu.attacks import reconstruction_kernels as kernels
 from privnlu.attacks import reconstruction_sparse as rs
@@ -37,11 +37,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
     n, g = args.n, args.groups
-    member = np.stack([rng.choice(g, 4, replace=False) for _ in range(n)])
-    lo = np.repeat(np.arange(n), args.degree // 2)
-    hi = _clustered_neighbours(rng, member, args.degree // 2)
-    keep = lo != hi
-    A = rs.sym_csr(np.minimum(lo, hi)[keep], np.maximum(lo, hi)[keep], rng.random(int(keep.sum())).astype(np.float32), n)
+    A, member = synthetic_graph(rng, n, g, args.degree, clustered=True)
     seeds = [torch.from_numpy(np.nonzero(member[:, 0] == j)[0][:50]) for j in range(g)]
     start = rs.nmf_sparse_start(A, seeds, args.support)
     if kernels.AVAILABLE:  # compile (or load numba's cache) outside the clock

@@ -21,6 +21,7 @@ import json
 import time
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 from privnlu.attacks import reconstruction_kernels as kernels
@@ -39,11 +40,7 @@ def main() -> None:
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
     n, g = args.n, args.groups
-    lo = np.repeat(np.arange(n), args.degree // 2)
-    member = np.stack([rng.choice(g, 4, replace=False) for _ in range(n)]) if args.clustered else None
-    hi = _clustered_neighbours(rng, member, args.degree // 2) if args.clustered else rng.integers(0, n, len(lo))
-    keep = lo != hi
-    A = rs.sym_csr(np.minimum(lo, hi)[keep], np.maximum(lo, hi)[keep], rng.random(int(keep.sum())).astype(np.float32), n)
+    A, member = synthetic_graph(rng, n, g, args.degree, clustered=args.clustered)
     A = A.astype(np.float64)
     member = rng.integers(0, g, (n, 4)) if member is None else member
     seeds = [torch.from_numpy(np.nonzero((member == j).any(1))[0][:30]) for j in range(g)]
@@ -109,6 +106,19 @@ def main() -> None:
                       "float32_iteration_ratio_to_float64_threads": round((nt + dt) / (t_num32 + t_den32), 2),
                       "clustered": args.clustered, "compiled_float32_threads_seconds": compiled},
                      indent=1))
+
+
+def synthetic_graph(rng: np.random.Generator, n: int, groups: int, degree: int, *,
+                    clustered: bool) -> tuple[sp.csr_matrix, np.ndarray | None]:
+    """A symmetric float32 affinity on ``n`` encodings with ``degree / 2`` random edges drawn per encoding and
+    random values; ``clustered``: each encoding mixes 4 of ``groups`` originals (returned) and its edges go to
+    encodings that share one of them, else the edges are uniform (no originals: None)."""
+    lo = np.repeat(np.arange(n), degree // 2)
+    member = np.stack([rng.choice(groups, 4, replace=False) for _ in range(n)]) if clustered else None
+    hi = _clustered_neighbours(rng, member, degree // 2) if clustered else rng.integers(0, n, len(lo))
+    keep = lo != hi
+    A = rs.sym_csr(np.minimum(lo, hi)[keep], np.maximum(lo, hi)[keep], rng.random(int(keep.sum())).astype(np.float32), n)
+    return A, member
 
 
 def _clustered_neighbours(rng: np.random.Generator, member: np.ndarray, per_row: int) -> np.ndarray:
