@@ -80,8 +80,9 @@ def _leakage_markdown(records: list[dict]) -> str | None:
         paper = _paper_rows(r)
         if paper is not None:
             parts.append(f"Paper: Huang et al. 2020, {paper[0]} (x100).\n\n" + md_table(paper[1], paper[2]))
-        if _example_rows(r):
-            parts.append(_examples_note(r) + "\n\n" + md_table(EXAMPLE_HEAD, _example_rows(r)))
+        examples = _example_rows(r)
+        if examples:
+            parts.append(_examples_note(r) + "\n\n" + md_table(EXAMPLE_HEAD, examples))
     return "\n\n".join(parts) or None
 
 

@@ -96,9 +96,8 @@ def _steps(r: dict | None) -> str:
 def table1_rows(records: list[dict]) -> tuple[list[list[object]], str]:
     """Rows of Table 1 (one per task and metric) and a sentence comparing the mean reductions with the paper's."""
     rows: list[list[object]] = []
-    drops: dict[str, list[float]] = defaultdict(list)
-    paper_rows: dict[str, list[str]] = defaultdict(list)
-    informative: dict[str, list[bool]] = defaultdict(list)  # per drop: does the task's baseline beat the majority?
+    # per variant, one entry a task: (our drop, the paper's row or None, does the task's baseline beat the majority?)
+    drops: dict[str, list[tuple[float, str | None, bool]]] = defaultdict(list)
     left_out: list[str] = []
     for (task, mode), v in _by_task(records).items():
         any_run = next(iter(v.values()))
@@ -118,21 +117,17 @@ def table1_rows(records: list[dict]) -> tuple[list[list[object]], str]:
                 ours = metric_value(v.get(var), key)
                 cells += compare_cells(ours, paper.table1(task, var, key), digits=2)
                 if i == 0 and var != "baseline" and ours is not None and base is not None:
-                    drops[f"{var} ({mode})"].append(base - ours)
-                    informative[f"{var} ({mode})"].append(beats)
-                    if task in paper.PRIMARY_METRIC:
-                        paper_rows[f"{var} ({mode})"].append(paper.TASK_ROWS[(task, key)])
+                    row = paper.TASK_ROWS[(task, key)] if task in paper.PRIMARY_METRIC else None
+                    drops[f"{var} ({mode})"].append((base - ours, row, beats))
             mcell = maj.get("score") if i == 0 else maj.get(key if key == "accuracy" else "")
             cells.append(mcell if mcell is not None else "-")
             rows.append(cells)
     parts = []
-    for var, d in drops.items():
-        parts.append(f"mean reduction of {var}: " + _mean_reduction(var, d, paper_rows[var]))
-        keep = informative[var]
-        if not all(keep) and any(keep):  # the same mean without the tasks where no cost can be read
-            rows_kept = [r for r, k in zip(paper_rows[var], keep) if k] if len(paper_rows[var]) == len(keep) else []
-            parts[-1] += (", or over the tasks whose baseline beats the majority class: "
-                          + _mean_reduction(var, [x for x, k in zip(d, keep) if k], rows_kept))
+    for var, entries in drops.items():
+        parts.append(f"mean reduction of {var}: " + _mean_reduction(var, entries))
+        kept = [e for e in entries if e[2]]
+        if 0 < len(kept) < len(entries):  # the same mean without the tasks where no cost can be read
+            parts[-1] += ", or over the tasks whose baseline beats the majority class: " + _mean_reduction(var, kept)
     if left_out:
         parts.append(f"baseline at or under the majority class (no cost can be read there): {', '.join(left_out)}")
     claim = lookup("huang2020", "Table 1", "mean reduction", "TextHide-intra")
@@ -143,10 +138,11 @@ def table1_rows(records: list[dict]) -> tuple[list[list[object]], str]:
     return rows, summary
 
 
-def _mean_reduction(var: str, drops: list[float], paper_rows: list[str]) -> str:
-    """Our mean drop over the tasks and the paper's over the same tasks (its primary metric)."""
-    same = paper.mean_reduction(var.split(" ")[0], paper_rows) if paper_rows else None
-    return (f"ours {sum(drops) / len(drops):.2f} points over {plural(len(drops), 'task')}"
+def _mean_reduction(var: str, entries: list[tuple[float, str | None, bool]]) -> str:
+    """Our mean drop over the tasks of ``entries`` and the paper's over the same tasks (its primary metric)."""
+    rows = [row for _, row, _ in entries if row is not None]
+    same = paper.mean_reduction(var.split(" ")[0], rows) if rows else None
+    return (f"ours {sum(d for d, _, _ in entries) / len(entries):.2f} points over {plural(len(entries), 'task')}"
             + (f" (paper, same tasks, primary metric: {same:.2f})" if same is not None else ""))
 
 
