@@ -1,7 +1,7 @@
 """TextHide Tables 3/4 (similarity search) and 7/8 (representation reconstruction): metrics and example queries.
 
     PYTHONPATH=src python benchmarks/texthide_examples.py --task cola --attack search [--train-limit N] [--queries 1000] \
-        [--no-sbert] --out runs/i11/search_cola.json
+        [--pooling auto|cls|pooler|mean] [--no-sbert] --out runs/i11/search_cola.json
 
 Writes the same results JSON as ``privnlu attack search|invert`` (kind "attack"), whose conditions now carry
 ``examples`` (the first queries and what was retrieved). ``--train-limit`` takes the first N training examples
@@ -22,6 +22,9 @@ def main() -> None:
     ap.add_argument("--attack", choices=["search", "invert"], required=True)
     ap.add_argument("--train-limit", type=int)
     ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--pooling", default="auto", choices=["auto", "cls", "pooler", "mean"],
+                    help="auto: the model's own (mean for the packaged MiniLM, as the committed examples); "
+                         "`privnlu attack` defaults to cls, so pass --pooling cls to match its tables")
     ap.add_argument("--no-sbert", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
@@ -39,7 +42,7 @@ def main() -> None:
     from privnlu.rng import SecretGenerator
 
     t0 = time.time()
-    prep = prepare(RunSpec(task=args.task, train_limit=args.train_limit), progress=False)
+    prep = prepare(RunSpec(task=args.task, train_limit=args.train_limit, pooling=args.pooling), progress=False)
     embed = None if args.no_sbert else sbert_embedder()
     rng = SecretGenerator(args.seed, warn=False)
     g = torch.Generator().manual_seed(args.seed)

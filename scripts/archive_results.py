@@ -5,7 +5,7 @@ selection candidates) is never copied. A result
 records where its encoder was loaded from; a committed file must carry nothing of this machine, so the packaged
 model's folder becomes its public name and any other absolute path is refused (tests/test_results_archive.py).
 
-    .venv/bin/python scripts/archive_results.py [runs/i10 runs/i11 ...]
+    .venv/bin/python scripts/archive_results.py [runs/i10 runs/i11 runs/i12/one.json ...]
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ def main(sources: list[str]) -> None:
     model_dir, root = local_prefixes()
     n = 0
     for src in sources:
-        for f in sorted((ROOT / src).rglob("*.json")) if (ROOT / src).is_dir() else []:
+        path = ROOT / src
+        for f in sorted(path.rglob("*.json")) if path.is_dir() else [path] if path.suffix == ".json" else []:
             if any(part.startswith(".") for part in f.relative_to(ROOT).parts):
                 continue  # a run's scratch (candidates, checkpoints) is not a result
             if (f.parent / "model.safetensors").exists() or (f.parent / "config.json").exists():

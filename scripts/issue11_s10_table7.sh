@@ -6,6 +6,7 @@
 # Resumes (pretraining from its checkpoint, finished fine-tuning runs are read back). The encoders are not committed
 # (90 MB each): on a fresh clone the restored pretrain.json alone does not skip a stage, which reruns from its start
 # (about 46 min for 1,000 text-mode steps on one thread); the M_rep warm head it starts from is denoising-1000's.
+# STOP_AT=1000 stops after the 1,000-step point's fine-tuning.
 # Usage: nohup bash scripts/issue11_s10_table7.sh > runs/i11/s10-table7.log 2>&1 &
 set -u
 cd "$(dirname "$0")/.."
@@ -30,6 +31,7 @@ ft() {
 [ -d $O/text-denoising-1000/encoder ] || $P $PT --init-head $O/denoising-1000/mlm_head_warm.safetensors \
     --steps 1000 --seed 0 --out $O/text-denoising-1000 --resume
 stamp "table7 pretrain 1000"; ft 1000
+[ "${STOP_AT:-}" = 1000 ] && exit 0   # session 12: the 1,000-step point first, the 3,000-step stage later
 [ -d $O/text-denoising-3000/encoder ] || $P $PT --model $O/text-denoising-1000/encoder \
     --init-head $O/text-denoising-1000/mlm_head.safetensors --steps 2000 --seed 1 --out $O/text-denoising-3000 --resume
 stamp "table7 pretrain 3000"; ft 3000

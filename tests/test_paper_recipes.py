@@ -157,6 +157,22 @@ def test_table1_report_sets_paper_ours_and_difference_side_by_side():
     assert "majority class (no cost can be read there): rte (frozen)" in summary
 
 
+def test_table6_report_averages_repeated_runs_of_a_cell_and_lists_each():
+    from privnlu.report.texthide_sections import TABLE6_HEAD, table6_rows
+
+    inter = lambda corpus, score: _rec("texthide", score, "texthide-inter", "256", 4, group="table6", inter=True,
+                                       n_public=125, spec={"public": corpus, "train": {}})
+    recs = [inter("wiki", 60.0), _rec("none", 80.0, group="table6", inter=False, spec={"train": {}}),
+            inter("wiki", 64.0), inter("tweets", 61.0), inter("wiki", 65.0)]
+    rows = [dict(zip(TABLE6_HEAD, row)) for row in table6_rows(recs)]
+    assert [(r["run"], r["public corpus"]) for r in rows] == [
+        ("baseline", "-"), ("texthide-inter", "tweets"), ("texthide-inter", "wiki")]
+    assert rows[0]["paper: acc."] == "92.40" and rows[0]["diff"] == "-12.40" and rows[0]["each run"] == "80.00"
+    wiki = rows[2]
+    assert wiki["ours (mean of runs)"] == "63.00" and wiki["each run"] == "60.00 / 64.00 / 65.00"
+    assert wiki["paper: acc."] == "-" and wiki["n public"] == 125
+
+
 def test_cli_reproduce_quick_and_bad_input(tmp_path, tiny_model, capsys):
     import json
 
