@@ -4,7 +4,10 @@
 # joint Table 1 runs; then DP instance encoding on CoLA at the Table 1 budget (scripts/issue10_s11_cola_dpie.sh's
 # folder and protocol): the paper's Gaussian calibration at claimed epsilon 10 and 15, between the 8 that is the
 # majority class and the 20 that learns, and the paper's Laplace calibration at claimed 20. The sound Laplace at 20
-# is not run: its noise exceeds the sound Gaussian's at 20, which is already the majority class (docs/results.md 8.2a).
+# is not run (docs/decisions.md, session 12): the sound Gaussian at 20 is already the majority class (docs/results.md
+# 8.2a), and L1 clipping leaves each coordinate less signal at a noise scale of the same order.
+# Then, as run in session 12, this lane went on with Table 5's MRPC seed 2:
+#   WAIT_PID=<this queue> SEEDS=2 TABLE7=0 nohup bash scripts/issue11_s12_queue.sh > runs/i11/s12-queue-a2.log 2>&1 &
 # Usage: nohup bash scripts/issue10_s12_queue.sh > runs/i10/s12-queue.log 2>&1 &
 set -u
 cd "$(dirname "$0")/.."
