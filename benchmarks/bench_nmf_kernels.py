@@ -16,7 +16,7 @@ import argparse
 import numpy as np
 import torch
 
-from bench_sparse_nmf import synthetic_graph
+from bench_sparse_nmf import add_release_args, clustered_start
 from common import best_of, save
 from privnlu.attacks import reconstruction_kernels as kernels
 from privnlu.attacks import reconstruction_sparse as rs
@@ -39,20 +39,14 @@ if kernels.AVAILABLE:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=150000)
-    ap.add_argument("--groups", type=int, default=3000)
-    ap.add_argument("--degree", type=int, default=200)
-    ap.add_argument("--support", type=int, default=64)
+    add_release_args(ap, n=150000, groups=3000)
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
     if not kernels.AVAILABLE:
         raise SystemExit("numba is not installed: pip install privnlu[scale]")
     torch.set_num_threads(1)
-    rng = np.random.default_rng(0)
     n, g = args.n, args.groups
-    A, member = synthetic_graph(rng, n, g, args.degree, clustered=True)
-    seeds = [torch.from_numpy(np.nonzero(member[:, 0] == j)[0][:50]) for j in range(g)]
-    H = rs.nmf_sparse_start(A, seeds, args.support)
+    A, H = clustered_start(args)
     order = rs.locality_order(H)
     A, H = A[order][:, order].astype(H.dtype), H[order]
     kernels._threads()

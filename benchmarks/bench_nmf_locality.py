@@ -19,7 +19,7 @@ import time
 import numpy as np
 import torch
 
-from bench_sparse_nmf import synthetic_graph
+from bench_sparse_nmf import add_release_args, clustered_start
 from common import save
 from privnlu.attacks import reconstruction_kernels as kernels
 from privnlu.attacks import reconstruction_sparse as rs
@@ -27,19 +27,13 @@ from privnlu.attacks import reconstruction_sparse as rs
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=150000)
-    ap.add_argument("--groups", type=int, default=3000)
-    ap.add_argument("--degree", type=int, default=200)
-    ap.add_argument("--support", type=int, default=64)
+    add_release_args(ap, n=150000, groups=3000)
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    rng = np.random.default_rng(0)
     n, g = args.n, args.groups
-    A, member = synthetic_graph(rng, n, g, args.degree, clustered=True)
-    seeds = [torch.from_numpy(np.nonzero(member[:, 0] == j)[0][:50]) for j in range(g)]
-    start = rs.nmf_sparse_start(A, seeds, args.support)
+    A, start = clustered_start(args)
     if kernels.AVAILABLE:  # compile (or load numba's cache) outside the clock
         rs.nmf_sparse_factor(A, start.copy(), iters=1, reorder=False)
     seconds, results = {}, {}

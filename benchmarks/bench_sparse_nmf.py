@@ -30,10 +30,7 @@ from privnlu.attacks import reconstruction_sparse as rs
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=50000)
-    ap.add_argument("--groups", type=int, default=1000)
-    ap.add_argument("--degree", type=int, default=200)
-    ap.add_argument("--support", type=int, default=64)
+    add_release_args(ap, n=50000, groups=1000)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--clustered", action="store_true", help="neighbours share an original (see the docstring)")
     args = ap.parse_args()
@@ -106,6 +103,22 @@ def main() -> None:
                       "float32_iteration_ratio_to_float64_threads": round((nt + dt) / (t_num32 + t_den32), 2),
                       "clustered": args.clustered, "compiled_float32_threads_seconds": compiled},
                      indent=1))
+
+
+def add_release_args(ap: argparse.ArgumentParser, *, n: int, groups: int) -> None:
+    """The synthetic release's size options, shared by the nmf benchmarks."""
+    ap.add_argument("--n", type=int, default=n)
+    ap.add_argument("--groups", type=int, default=groups)
+    ap.add_argument("--degree", type=int, default=200)
+    ap.add_argument("--support", type=int, default=64)
+
+
+def clustered_start(args: argparse.Namespace) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """The clustered synthetic release of ``args`` (seed 0) and ``nmf_sparse_start``'s ``H`` from one seed group of
+    50 encodings per original."""
+    A, member = synthetic_graph(np.random.default_rng(0), args.n, args.groups, args.degree, clustered=True)
+    seeds = [torch.from_numpy(np.nonzero(member[:, 0] == j)[0][:50]) for j in range(args.groups)]
+    return A, rs.nmf_sparse_start(A, seeds, args.support)
 
 
 def synthetic_graph(rng: np.random.Generator, n: int, groups: int, degree: int, *,

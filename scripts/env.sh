@@ -6,3 +6,5 @@ table1_joint() {
   OMP_NUM_THREADS=2 nice -n 10 $PY -m privnlu.cli.main reproduce huang2020-table1 --scale cpu --mode joint --batch-size 32 \
     --epochs 3 --tasks "$1" --out runs/i10/table1-joint
 }
+# A timestamped line in a queue's log: stamp "what finished".
+stamp() { echo "== $1 $(date -u +%T)"; }

@@ -12,7 +12,6 @@ bash scripts/restore_results.sh
 export OMP_NUM_THREADS=${THREADS:-2}
 R="nice -n 10 $PY -m privnlu.cli.main reproduce"
 J="--scale cpu --mode joint --batch-size 32 --epochs 3"
-stamp() { echo "== $1 $(date -u +%T)"; }
 S="runs/i10/s8-sst2-5k-joint"
 F2="huang2020-figure2 $J --train-limit 5000 --out $S"
 X="xie2022-figure1 $J --train-limit 5000 --out runs/i10/s9-xie2022-figure1-joint"

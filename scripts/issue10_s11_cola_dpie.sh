@@ -14,7 +14,6 @@ cd "$(dirname "$0")/.."
 . scripts/env.sh
 bash scripts/restore_results.sh
 export OMP_NUM_THREADS=1
-stamp() { echo "== $1 $(date -u +%T)"; }
 O=runs/i10/s11-xie2022-figure1-cola-joint
 X() {
   nice -n 10 $PY -m privnlu.cli.main reproduce xie2022-figure1 --scale cpu --mode joint --batch-size 32 --epochs 9 \

@@ -15,7 +15,6 @@ bash scripts/restore_results.sh
 export OMP_NUM_THREADS=1
 R="nice -n 10 $PY -m privnlu.cli.main reproduce"
 J="--scale cpu --mode joint --batch-size 32 --epochs 3"
-stamp() { echo "== $1 $(date -u +%T)"; }
 F2="huang2020-figure2 $J --train-limit 5000 --out runs/i10/s8-sst2-5k-joint"
 T1="huang2020-table1 $J --out runs/i10/table1-joint-s8"
 case "${LANE:?LANE=a, b or rest}" in

@@ -15,7 +15,6 @@ cd "$(dirname "$0")/.."
 bash scripts/restore_results.sh
 export OMP_NUM_THREADS=1
 R="nice -n 10 $PY -m privnlu.cli.main reproduce"
-stamp() { echo "== $1 $(date -u +%T)"; }
 $R huang2020-table1 --scale cpu --mode joint --batch-size 32 --epochs 3 --out runs/i10/table1-joint-s8 \
    --tasks rte --variants inter; stamp "table1 rte inter"
 X() {

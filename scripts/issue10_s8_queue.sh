@@ -9,7 +9,6 @@ bash scripts/restore_results.sh   # runs finished in an earlier session (results
 export OMP_NUM_THREADS=${THREADS:-2}  # THREADS=1 when the issue-11 queue shares the cores
 R="nice -n 10 $PY -m privnlu.cli.main reproduce"
 J="--scale cpu --mode joint --batch-size 32 --epochs 3"
-stamp() { echo "== $1 $(date -u +%T)"; }
 while pgrep -f "reproduce .*--out runs/i10" > /dev/null; do sleep 30; done   # an earlier copy of this queue still running
 # 1. Table 1 joint, SST-2 (scripts/issue10_s8_table1.sh runs the same command per task)
 TASKS=sst2 bash scripts/issue10_s8_table1.sh; stamp "table1 sst2"

@@ -9,7 +9,6 @@ bash scripts/restore_results.sh   # runs finished in an earlier session (results
 export OMP_NUM_THREADS=${THREADS:-2}
 R="nice -n 10 $PY -m privnlu.cli.main reproduce"
 J="--scale cpu --mode joint --batch-size 32 --epochs 3"
-stamp() { echo "== $1 $(date -u +%T)"; }
 while pgrep -f "reproduce .*--out runs/i10" > /dev/null; do sleep 30; done   # an earlier queue still running
 # 1. DP instance encoding with the encoder fine-tuned through the noise, sound calibration, SST-2 (5,000 examples,
 #    3 epochs per point; every run from the pretrained encoder). Replaces section 8.2a's session-5 runs, which

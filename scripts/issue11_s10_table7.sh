@@ -14,7 +14,6 @@ cd "$(dirname "$0")/.."
 bash scripts/restore_results.sh
 export OMP_NUM_THREADS=1
 P="nice -n 19 $PY -m privnlu.cli.main"
-stamp() { echo "== $1 $(date -u +%T)"; }
 O=runs/dchi_pt
 PT="dchi pretrain --dchi-mechanism text --eta 100 --batch-size 16 --max-length 64 --checkpoint-every 100 --objective denoising --quiet"
 ft() {

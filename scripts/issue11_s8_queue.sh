@@ -8,7 +8,6 @@ bash scripts/restore_results.sh   # runs finished in an earlier session (results
 export OMP_NUM_THREADS=1
 N="nice -n 19"
 P="$N $PY -m privnlu.cli.main"
-stamp() { echo "== $1 $(date -u +%T)"; }
 while pgrep -f "reproduce xie2021" > /dev/null; do sleep 30; done   # an earlier copy of this queue still attacking
 # 1. Xie & Hong 2021 Table 1 (k sweep) and Figure 1 (m sweep) with every method and metric, CoLA and SST-2
 $P reproduce xie2021-table1 --seed 0 --out runs/i11/s8-xie2021 --quiet; stamp "xie2021 table1"
