@@ -24,3 +24,14 @@ def test_majority_predicts_the_most_frequent_train_label_on_dev():
     assert majority("matthews", [0, 0, 1], [0, 1])["score"] == 0.0  # a constant has MCC 0
     reg = majority("pearson_spearman", [1.0, 3.0], [0.5, 2.5], regression=True)
     assert "accuracy" not in reg
+
+
+def test_majority_counts_tensor_labels_by_value():
+    """d_chi fine-tuning passes its labels as a tensor: the first label (0 here) is not the majority (1)."""
+    import torch
+
+    from privnlu.data.metrics import majority
+
+    assert majority("accuracy", torch.tensor([0, 1, 1, 1]), torch.tensor([1, 1, 0]))["accuracy"] == pytest.approx(200 / 3)
+    reg = majority("pearson_spearman", torch.tensor([1.0, 3.0]), [0.5, 2.5], regression=True)
+    assert "accuracy" not in reg

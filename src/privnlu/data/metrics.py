@@ -55,6 +55,7 @@ def majority(metric: str, train_labels: Sequence[float], gold: Sequence[float], 
     where the metric has one."""
     from collections import Counter
 
-    const = float(np.mean(train_labels)) if regression else Counter(train_labels).most_common(1)[0][0]
+    train = np.asarray(train_labels).tolist()  # plain numbers: a tensor's elements hash by identity, not value
+    const = float(np.mean(train)) if regression else Counter(train).most_common(1)[0][0]
     m = compute(metric, np.full(len(gold), const), np.asarray(gold))
     return {"score": m["score"], **({"accuracy": 100 * m["accuracy"]} if "accuracy" in m else {})}
