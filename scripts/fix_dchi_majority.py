@@ -14,6 +14,7 @@ from pathlib import Path
 
 from privnlu.data import get_task
 from privnlu.data.metrics import majority
+from privnlu.io import write_text_atomic
 
 
 def main(folders: list[str]) -> None:
@@ -30,9 +31,7 @@ def main(folders: list[str]) -> None:
                 cache[key] = majority(task.metric, train.labels, dev.labels, regression=task.is_regression)
             if rec["majority"] != cache[key]:
                 rec["majority"] = cache[key]
-                tmp = f.with_name(f.name + ".tmp")
-                tmp.write_text(json.dumps(rec, indent=1) + "\n")
-                tmp.replace(f)
+                write_text_atomic(f, json.dumps(rec, indent=1) + "\n")  # the archive's layout (archive_results.py)
                 print(f"{f}: majority {cache[key]}")
 
 

@@ -13,7 +13,6 @@ set -u
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 bash scripts/restore_results.sh
-export OMP_NUM_THREADS=1
 R="nice -n 10 $PY -m privnlu.cli.main reproduce"
 $R huang2020-table1 --scale cpu --mode joint --batch-size 32 --epochs 3 --out runs/i10/table1-joint-s8 \
    --tasks rte --variants inter; stamp "table1 rte inter"

@@ -8,7 +8,6 @@ set -u
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 bash scripts/restore_results.sh
-export OMP_NUM_THREADS=1
 while [ -n "${WAIT_PID:-}" ] && kill -0 "$WAIT_PID" 2>/dev/null; do sleep 15; done
 nice -n 10 $PY -m privnlu.cli.main reproduce huang2020-table1 --scale cpu --mode joint --batch-size 32 --epochs 3 \
    --tasks rte --variants baseline --encoder-lrs 1e-5 --out runs/i10/s12-rte-encoder-lr1e-5

@@ -8,7 +8,6 @@ set -u
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 bash scripts/restore_results.sh
-export OMP_NUM_THREADS=1
 for r in "" -r2 -r3; do
   nice -n 5 $PY -m privnlu.cli.main reproduce huang2020-table6 --scale cpu --quiet --out runs/i10/s12-table6-frozen$r
   echo "== table6 frozen${r:- r1} $(date -u +%T)"
