@@ -20,6 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("runs/i10", "runs/i11", "runs/dchi_t45", "runs/dchi_pt")
 sys.path.insert(0, str(ROOT / "src"))
+from privnlu.io import write_text_atomic  # noqa: E402
 from privnlu.models.encoder import PACKAGED_MODEL_NAME as PACKAGED, default_model_path  # noqa: E402
 
 
@@ -57,14 +58,12 @@ def main(sources: list[str], *, replace: bool = False, root: Path = ROOT) -> lis
                 continue  # result records say what they are
             dst = root / "results" / f.relative_to(root / "runs")
             text = json.dumps(scrub(rec, model_dir, str(root)), indent=1) + "\n"
-            if dst.exists() and dst.read_text() != text and not replace:
+            old = dst.read_text() if dst.exists() else None
+            if old is not None and old != text and not replace:
                 kept.append(dst)
                 continue
-            if not dst.exists() or dst.read_text() != text:
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                tmp = dst.with_name(dst.name + ".tmp")
-                tmp.write_text(text)
-                tmp.replace(dst)
+            if old != text:
+                write_text_atomic(dst, text)
             n += 1
     print(f"results/: {n} files from {', '.join(sources)}")
     if kept:

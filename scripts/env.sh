@@ -8,3 +8,5 @@ table1_joint() {
 }
 # A timestamped line in a queue's log: stamp "what finished".
 stamp() { echo "== $1 $(date -u +%T)"; }
+# Block until the process WAIT_PID (if set) has ended: a lane that goes on where another finishes.
+wait_pid() { while [ -n "${WAIT_PID:-}" ] && kill -0 "$WAIT_PID" 2> /dev/null; do sleep "${1:-15}"; done; }

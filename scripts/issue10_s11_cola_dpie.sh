@@ -21,7 +21,7 @@ X() {
   stamp "cola dpie $1 epsilon $2"
 }
 finished() { [ -f "$1" ] && grep -q '"majority"' "$1"; }
-while [ -n "${WAIT_PID:-}" ] && kill -0 "$WAIT_PID" 2>/dev/null; do sleep 15; done
+wait_pid
 case "${LANE:?LANE=a or LANE=b}" in
   a) X correct 20; X paper 8 ;;
   b) until finished $O/cola-baseline-joint.json && finished $O/cola-texthide-intra-m16-k4-joint.json; do sleep 30; done

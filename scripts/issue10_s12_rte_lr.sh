@@ -8,7 +8,7 @@ set -u
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 bash scripts/restore_results.sh
-while [ -n "${WAIT_PID:-}" ] && kill -0 "$WAIT_PID" 2>/dev/null; do sleep 15; done
+wait_pid
 nice -n 10 $PY -m privnlu.cli.main reproduce huang2020-table1 --scale cpu --mode joint --batch-size 32 --epochs 3 \
    --tasks rte --variants baseline --encoder-lrs 1e-5 --out runs/i10/s12-rte-encoder-lr1e-5
 stamp "rte baseline, encoder lr 1e-5"

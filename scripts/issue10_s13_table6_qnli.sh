@@ -6,7 +6,7 @@
 set -u
 cd "$(dirname "$0")/.."
 . scripts/env.sh
-while [ -n "${WAIT_PID:-}" ] && kill -0 "$WAIT_PID" 2> /dev/null; do sleep 30; done
+wait_pid 30
 nice -n 10 $PY -m privnlu.cli.main reproduce huang2020-table6 --scale cpu --mode joint --batch-size 32 --epochs 3 \
    --train-limit 5000 --public qnli-dev --out runs/i10/s8-sst2-5k-joint
 stamp "table6 joint qnli-dev"

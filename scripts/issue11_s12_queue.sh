@@ -12,7 +12,7 @@
 set -u
 cd "$(dirname "$0")/.."
 . scripts/env.sh
-while [ -n "${WAIT_PID:-}" ] && kill -0 "$WAIT_PID" 2>/dev/null; do sleep 15; done
+wait_pid
 [ "${TABLE7:-1}" = 1 ] && STOP_AT=1000 bash scripts/issue11_s10_table7.sh
 FT="dchi finetune --encoders transformer,bilstm --modes null,token,text --etas 50,100,150 --max-length 128 --batch-size 32 --epochs 3 --quiet"
 for s in ${SEEDS:-1 2}; do
