@@ -73,9 +73,11 @@ def main() -> None:
     ap.add_argument("--nmf-repair-iters", type=int, default=50, help="nmf iterations after duplicate groups are re-seeded (0: off)")
     ap.add_argument("--nmf-repair-start", choices=("seeds", "warm"), default="seeds",
                     help="the repair restarts every group from its seed, or only the re-seeded ones (warm)")
+    ap.add_argument("--nmf-repair-rounds", type=int, default=1, help="repair passes, each on the previous pass's groups")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--ref-rows", type=int, default=50)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1, help="the defender's secrets (experiment only)")
+    ap.add_argument("--sample-seed", type=int, default=0, help="which examples are private, distractors, auxiliary")
     ap.add_argument("--out")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -89,13 +91,13 @@ def main() -> None:
     from privnlu.rng import SecretGenerator
 
     x, labels, texts, source = load_x(args.task, args.n + 7000, args.train_limit)
-    g = torch.Generator().manual_seed(0)
+    g = torch.Generator().manual_seed(args.sample_seed)
     order = torch.randperm(len(x), generator=g)
     priv, aux, dis = order[: args.n], order[args.n : args.n + 2000], order[args.n + 2000 : args.n + 7000]
     methods = tuple(args.methods.split(",")) if args.methods else (SPARSE_CLUSTERINGS if args.graph else CLUSTERINGS)
     cfg = ReconstructionConfig(seed=0, graph=args.graph, nmf_iters=args.nmf_iters, nmf_seeds=args.nmf_seeds,
                                nmf_support=args.nmf_support, nmf_repair_iters=args.nmf_repair_iters,
-                               nmf_repair_start=args.nmf_repair_start)
+                               nmf_repair_start=args.nmf_repair_start, nmf_repair_rounds=args.nmf_repair_rounds)
     t0 = time.perf_counter()
     c0 = resource.getrusage(resource.RUSAGE_SELF)
     rec = reconstruction_audit(x[priv], labels[priv], Condition("bench", parse_m(args.m), args.k), SecretGenerator(args.seed, warn=False),
@@ -109,16 +111,17 @@ def main() -> None:
     feats = features(torch.randn(args.n * args.epochs, x.shape[1], generator=g))
     ref = reference_all_pairs(feats, args.ref_rows, materialise=not args.graph)
     scoring = rec["methods"][methods[0]]["seconds"]["score_pairs"]
-    out = {"kind": "attack", "attack": "reconstruct-scale", "task": args.task, "train_limit": args.train_limit, "source": source, "threads": args.threads, "n_private": args.n, "n_encodings": args.n * args.epochs, "m": args.m,
+    out = {"kind": "attack", "attack": "reconstruct-scale", "task": args.task, "train_limit": args.train_limit, "source": source, "threads": args.threads, "sample_seed": args.sample_seed, "defender_seed": args.seed, "n_private": args.n, "n_encodings": args.n * args.epochs, "m": args.m,
            "k": args.k, "graph_neighbours": args.graph or None, "nmf_iters": args.nmf_iters,
            "nmf_seeds": args.nmf_seeds, "nmf_support": args.nmf_support, "nmf_repair_iters": args.nmf_repair_iters,
-           "nmf_repair_start": args.nmf_repair_start,
+           "nmf_repair_start": args.nmf_repair_start, "nmf_repair_rounds": args.nmf_repair_rounds,
            "nmf_products": "compiled" if kernels.AVAILABLE else "scipy",
            "repaired_groups": {m: v.get("repaired_groups") for m, v in rec["methods"].items()},
            "attack_total_seconds": round(total, 1), "attack_cpu_seconds": round(cpu, 1), "peak_rss_gib": round(peak_gib, 2),
            "stages": {m: v["seconds"] for m, v in rec["methods"].items()},
            "success": {m: {k: v[k] for k in v if k.startswith("success")} for m, v in rec["methods"].items()},
            "purity": {m: v["purity"] for m, v in rec["methods"].items()},
+           "claimed": {m: v.get("claimed") for m, v in rec["methods"].items()},
            "pair_accuracy": rec["pair_accuracy"],
            "pair_scoring_seconds": scoring,
            ("reference_all_pairs_factorised_seconds_extrapolated" if args.graph else

@@ -170,7 +170,12 @@ def test_report_section_for_reconstruction(tmp_path):
              "attack_total_seconds": 60.0, "peak_rss_gib": 1.5}
     (tmp_path / "r.json").write_text(json.dumps({**rec, "task": "cola"}))
     (tmp_path / "s.json").write_text(json.dumps(scale))
-    page = build_report([tmp_path / "r.json", tmp_path / "s.json"], tmp_path / "rep").read_text()
+    again = {**scale, "nmf_repair_iters": 40, "nmf_repair_rounds": 3, "sample_seed": 1, "defender_seed": 2,
+             "claimed": {"nmf": 93.0}}
+    (tmp_path / "s2.json").write_text(json.dumps(again))
+    page = build_report([tmp_path / "r.json", tmp_path / "s.json", tmp_path / "s2.json"], tmp_path / "rep").read_text()
+    assert "<td>k-NN graph 100, repair 3 x 40</td><td>1 / 2</td><td>nmf</td><td>90.00</td><td>80.00</td>" in page
+    assert "<td>93.00</td>" in page  # claimed
     assert "lenient %" in page and "Xie &amp; Hong 2021" in page and "paper (Table 1)" in page
     assert "<td>91.0</td><td>70.0</td><td>-21.0</td>" in page  # paper / ours / difference, CoLA k = 4
     assert "<td>94.0</td><td>70.0</td><td>-24.0</td>" in page  # the paper's 94 % pair accuracy beside the MLP's
@@ -385,7 +390,18 @@ def test_strict_and_sentence_success_are_no_more_lenient_than_they_should_be():
     s = success_rates(rec, clusters, member, priv, distractors_x=dis, sentence_index=nearest, candidate_texts=corpus,
                       private_texts=texts)
     assert s["success_lenient"] == 100.0 and s["success_strict"] == 60.0 and s["success_sentence"] == 80.0
-    assert s["n_distractors"] == 54
+    assert s["n_distractors"] == 54 and s["claimed"] == 100.0
+
+
+def test_claimed_counts_originals_no_group_stands_for():
+    from privnlu.attacks.reconstruction_metrics import success_rates
+
+    priv = torch.eye(5)
+    member = torch.eye(5)
+    clusters = [torch.tensor([0]), torch.tensor([0]), torch.tensor([1]), torch.tensor([2])]  # 3, 4 unclaimed
+    rec = torch.stack([priv[0], priv[3], priv[2], priv[2]])  # the second copy of 0 and group 1 solve wrongly
+    s = success_rates(rec, clusters, member, priv)
+    assert s["claimed"] == 60.0 and s["success_lenient"] == 40.0  # 0 and 2 recovered; 1 lost in the solve
 
 
 def _release(n=24, epochs=10, k=2, seed=0):
@@ -472,6 +488,18 @@ def test_cli_graph_refuses_all_pairs_clusterings(capsys, tmp_path):
     assert not out.exists()
     code = main(["attack", "reconstruct", "--task", "sst2", "--methods", "greedy", "--out", str(out)])
     assert code == 2 and "unknown clustering 'greedy'" in capsys.readouterr().err  # renamed: threshold / paper-greedy
+    code = main(["attack", "reconstruct", "--task", "sst2", "--nmf-repair-iters", "-1", "--out", str(out)])
+    assert code == 2 and "nmf_repair_iters must be >= 0" in capsys.readouterr().err and not out.exists()
+
+
+def test_cli_repair_rounds_reach_the_attackers_config():
+    from privnlu.cli.attack import reconstruction_settings
+    from privnlu.cli.main import build_parser
+
+    args = build_parser("attack reconstruct").parse_args(["attack", "reconstruct", "--graph", "200", "--nmf-repair-rounds", "3",
+                                              "--nmf-repair-iters", "40", "--out", "x.json"])
+    methods, cfg = reconstruction_settings(args, 50)
+    assert (cfg.graph, cfg.nmf_repair_rounds, cfg.nmf_repair_iters) == (200, 3, 40) and "nmf" in methods
 
 
 def test_sparse_nmf_products_on_support_are_the_full_products_on_any_number_of_threads():
@@ -540,6 +568,29 @@ def test_nmf_repair_reseeds_a_duplicate_group_on_the_unfound_original():
         assert repaired == 1 and _originals(groups, truth) == set(range(10)), (graph, start)
         off = _PairGraph(feats, {}, ReconstructionConfig(graph=graph, nmf_support=10, nmf_repair_iters=0))
         assert off.nmf(seeds, 20, 1)[1] == 0
+
+
+def test_nmf_repair_rounds_repeat_only_while_duplicates_remain(monkeypatch):
+    from privnlu.attacks import reconstruction_repair
+    from privnlu.attacks.reconstruction import _PairGraph
+
+    feats, truth, seeds = _split_seed_release()
+    calls = []
+    real = reconstruction_repair.reseed_duplicates
+
+    def counted(*args, **kwargs):
+        out = real(*args, **kwargs)
+        calls.append(len(out[1]))
+        return out
+
+    monkeypatch.setattr(reconstruction_repair, "reseed_duplicates", counted)
+    groups, repaired = _PairGraph(feats, {}, ReconstructionConfig(nmf_repair_rounds=3)).nmf(seeds, 20, 1)
+    assert calls == [1, 0] and repaired == 1 and _originals(groups, truth) == set(range(10))
+    # two duplicates of original 0 and none of 8, 9: the first round frees both, or a later round finishes the job
+    calls.clear()
+    twice = [seeds[0], seeds[1], torch.arange(5, 15), *seeds[2:9]]
+    groups, repaired = _PairGraph(feats, {}, ReconstructionConfig(nmf_repair_rounds=3)).nmf(twice, 20, 1)
+    assert calls[-1] == 0 and repaired == sum(calls) >= 2 and _originals(groups, truth) == set(range(10))
 
 
 def test_duplicate_groups_keeps_the_first_of_overlapping_groups():

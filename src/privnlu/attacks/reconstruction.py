@@ -91,6 +91,7 @@ class ReconstructionConfig:
     nmf_seeds: str = "clique"  # the groups nmf starts from: clique growth, or the paper's greedy rule
     nmf_repair_iters: int = 50  # nmf iterations after duplicate groups are re-seeded (0: no repair; session 8)
     nmf_repair_start: str = "seeds"  # the repair restarts every group from its seed, or only the re-seeded ("warm")
+    nmf_repair_rounds: int = 1  # repair passes, each on the previous pass's groups (session 14)
 
     def __post_init__(self) -> None:
         for name in ("hidden", "rank", "sim_releases", "sim_epochs", "pairs_per_release", "train_epochs", "ls_steps", "block"):
@@ -98,6 +99,7 @@ class ReconstructionConfig:
         for name in ("ls_iters", "ls_restarts", "nmf_iters", "mlp_epochs", "sim_max_n", "nmf_support"):
             require(getattr(self, name) >= 1, f"reconstruction: {name} must be >= 1")
         require(self.nmf_repair_iters >= 0, "reconstruction: nmf_repair_iters must be >= 0")
+        require(self.nmf_repair_rounds >= 1, "reconstruction: nmf_repair_rounds must be >= 1")
         require(self.lr > 0 and self.ls_lr > 0 and self.mlp_lr > 0, "reconstruction: learning rates must be positive")
         require(self.graph >= 0, "reconstruction: graph (neighbours) must be >= 0")
         require(self.solver in SOLVERS, f"reconstruction: unknown solver '{self.solver}'; choose from {', '.join(SOLVERS)}")
@@ -620,20 +622,21 @@ class _PairGraph:
     def nmf(self, seeds: list[torch.Tensor], size: int, k: int) -> tuple[list[torch.Tensor], int]:
         """nmf from ``seeds``; then duplicate groups are re-seeded on under-covered encodings and nmf runs again
         for ``nmf_repair_iters`` (:mod:`.reconstruction_repair`), every group from its seed (``nmf_repair_start =
-        "seeds"``) or only the re-seeded ones, the others continuing from the first pass (``"warm"``). Returns the
-        groups and how many were re-seeded."""
+        "seeds"``) or only the re-seeded ones, the others continuing from the previous pass (``"warm"``), up to
+        ``nmf_repair_rounds`` times. Returns the groups and how many were re-seeded (all rounds)."""
         from .reconstruction_repair import reseed_duplicates
 
         require(len(seeds) >= 1, "nmf clustering needs at least one seed group")
         H = self._nmf_factor(self._nmf_start(seeds), self.cfg.nmf_iters)
-        groups = self._top(H, size)
-        if not self.cfg.nmf_repair_iters:
-            return groups, 0
-        repaired, fresh = reseed_duplicates(groups, self.n_enc, k, size, self._affinity_row)
-        if not fresh:
-            return groups, 0
-        warm = dict(warm=H, fresh=fresh) if self.cfg.nmf_repair_start == "warm" else {}
-        return self._top(self._nmf_factor(self._nmf_start(repaired, **warm), self.cfg.nmf_repair_iters), size), len(fresh)
+        groups, total = self._top(H, size), 0
+        for _ in range(self.cfg.nmf_repair_rounds if self.cfg.nmf_repair_iters else 0):
+            repaired, fresh = reseed_duplicates(groups, self.n_enc, k, size, self._affinity_row)
+            if not fresh:
+                break
+            warm = dict(warm=H, fresh=fresh) if self.cfg.nmf_repair_start == "warm" else {}
+            H = self._nmf_factor(self._nmf_start(repaired, **warm), self.cfg.nmf_repair_iters)
+            groups, total = self._top(H, size), total + len(fresh)
+        return groups, total
 
     def _nmf_start(self, seeds: list[torch.Tensor], **warm):
         from . import reconstruction_sparse as rs

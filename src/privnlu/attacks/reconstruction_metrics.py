@@ -14,6 +14,9 @@ counts as recovered, under each metric, when some group with ``t(c) = i`` passes
 The paper (Xie & Hong 2021, section 5) reports "the percentage of reconstructed data out of the original
 data" without saying against which pool a reconstruction is judged; chance is ``1/n`` for lenient,
 ``1/(n + D)`` for strict and about ``1/|corpus|`` for sentence.
+
+``claimed`` (diagnostic): the share of originals that are the majority original of at least one group, an upper
+bound on all three; ``claimed - lenient`` is lost in the solve, ``100 - claimed`` in the clustering.
 """
 
 from __future__ import annotations
@@ -42,13 +45,14 @@ def _rate(ok_groups: torch.Tensor, truth: torch.Tensor, n: int) -> float:
 def success_rates(recovered: torch.Tensor, clusters: list[torch.Tensor], member: torch.Tensor, private_x: torch.Tensor, *,
                   distractors_x: torch.Tensor | None = None, sentence_index: np.ndarray | None = None,
                   candidate_texts: list[str] | None = None, private_texts: list[str] | None = None) -> dict:
-    """``success_lenient``, ``success_strict`` (with ``distractors_x``) and ``success_sentence`` (with the
-    nearest candidate per group and the texts), in percent of the ``n`` originals (module docstring)."""
+    """``success_lenient``, ``success_strict`` (with ``distractors_x``), ``success_sentence`` (with the nearest
+    candidate per group and the texts) and ``claimed``, in percent of the ``n`` originals (module docstring)."""
     n = len(private_x)
     out: dict = {}
     if not clusters:
         return {"success_lenient": 0.0}
     truth = group_truth(clusters, member)
+    out["claimed"] = _rate(torch.ones(len(truth), dtype=torch.bool), truth, n)
     out["success_lenient"] = _rate(_nearest(recovered, private_x) == truth, truth, n)
     if distractors_x is not None:
         pool = torch.cat([private_x, distractors_x])
