@@ -1,5 +1,6 @@
 """The Xie & Hong 2021 reconstruction attack: pair scorer, clustering, coefficients, least squares, success."""
 
+import json
 import itertools
 import math
 
@@ -123,6 +124,9 @@ def test_attack_reaches_100_percent_without_defence():
     assert r["methods"]["threshold"]["success"] >= 80 and r["methods"]["nmf"]["success"] >= 95
     assert r["methods"]["paper-greedy"]["success"] >= 95
     assert r["n_encodings"] == 160 and r["pair_train_accuracy"] > 0.9
+    assert r["attacker_config"]["nmf_repair_rounds"] == SMALL.nmf_repair_rounds  # the record says which attack ran
+    assert r["methods"]["nmf"]["claimed"] >= r["methods"]["nmf"]["success_lenient"]
+    json.dumps(r["attacker_config"])  # serialisable as it stands
 
 
 def test_attack_is_at_chance_on_encodings_of_random_vectors():

@@ -10,7 +10,7 @@ For each encoding of a mix, "its" private example is the first component
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Callable
 
 import numpy as np
@@ -219,7 +219,8 @@ def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Co
            "pair_train_accuracy": attack.pair_train_accuracy, "attack_seconds": round(total, 2), "methods": {},
            "pair_accuracy": {net: {**acc, "release": release_pair_accuracy(attack.scores[net], member, attack.graph_edges)}
                              for net, acc in attack.pair_accuracy.items()},
-           "graph_neighbours": attack.config.graph or None}
+           "graph_neighbours": attack.config.graph or None,
+           "attacker_config": asdict(attack.config)}  # the attacker's own settings (session 14: records say which attack ran)
     for r in results:
         s = score_reconstruction(r.recovered, r.clusters, member, private_x)
         if r.sentence_index is not None and candidates is not None and private_texts is not None:
