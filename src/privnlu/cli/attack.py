@@ -46,7 +46,7 @@ def register(asub: argparse._SubParsersAction) -> None:
     r.add_argument("--nmf-repair-rounds", type=positive_int, default=1,
                    help="nmf passes that re-seed duplicate groups, each on the previous pass's groups (default: 1; "
                         "3 with --nmf-repair-iters 40 recovered 1.8-3 points more at 300 and 1,000 examples, session 14)")
-    r.add_argument("--nmf-repair-iters", type=int, default=50, help="nmf iterations per repair pass (0: no repair; default: 50)")
+    r.add_argument("--nmf-repair-iters", type=int, default=50, help="nmf iterations per repair pass (default: 50)")
     r.add_argument("--distractors", type=int, default=5000,
                    help="same-split distractors for the strict success metric (default: 5000)")
     r.add_argument("--solver", default="alternating", choices=["alternating", "adam"],

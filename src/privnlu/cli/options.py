@@ -160,6 +160,7 @@ RANGES: dict[str | tuple[str, str], Range] = {
     "private": POS_INT,
     ("audit", "encodings_per_example"): Range(lo=2, integer=True, note="the attack needs >= 2 encodings per sentence"),
     "max_minutes": Range(lo=0, lo_open=True, hi=1e7), "graph": POS_INT, "distractors": NONNEG_INT,
+    "nmf_repair_rounds": POS_INT, "nmf_repair_iters": Range(lo=0, integer=True, note="0 = no repair"),
     "local_clip": Range(lo=0, hi=1e12, note="0 = no local clipping"),
     "local_noise": Range(lo=0, hi=1e6, note="0 = no local noise"),
     ("federated", "dp_clip"): Range(lo=0, hi=1e12, note="0 = no DP"),
