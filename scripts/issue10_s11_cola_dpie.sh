@@ -13,13 +13,8 @@ set -u
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 bash scripts/restore_results.sh
-export OMP_NUM_THREADS=1
-O=runs/i10/s11-xie2022-figure1-cola-joint
-X() {
-  nice -n 10 $PY -m privnlu.cli.main reproduce xie2022-figure1 --scale cpu --mode joint --batch-size 32 --epochs 9 \
-      --tasks cola --dp-mechanisms gaussian --dp-calibrations "$1" --dp-epsilons "$2" --out $O
-  stamp "cola dpie $1 epsilon $2"
-}
+O=$COLA_DPIE
+X() { cola_dpie gaussian "$1" "$2"; }
 finished() { [ -f "$1" ] && grep -q '"majority"' "$1"; }
 wait_pid
 case "${LANE:?LANE=a or LANE=b}" in

@@ -8,6 +8,4 @@
 set -u
 cd "$(dirname "$0")/.."
 . scripts/env.sh
-nice -n 10 $PY -m privnlu.cli.main reproduce xie2022-figure1 --scale cpu --mode joint --batch-size 32 --epochs 9 \
-   --tasks cola --dp-mechanisms laplace --dp-calibrations paper --dp-epsilons 4 --out runs/i10/s11-xie2022-figure1-cola-joint
-stamp "cola dpie laplace paper epsilon 4"
+cola_dpie laplace paper 4

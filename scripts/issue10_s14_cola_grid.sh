@@ -12,19 +12,14 @@ set -u
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 bash scripts/restore_results.sh
-export OMP_NUM_THREADS=1
-O=runs/i10/s11-xie2022-figure1-cola-joint
-X() {  # X MECHANISM CALIBRATION EPSILON
-  nice -n 10 $PY -m privnlu.cli.main reproduce xie2022-figure1 --scale cpu --mode joint --batch-size 32 --epochs 9 \
-      --tasks cola --dp-mechanisms "$1" --dp-calibrations "$2" --dp-epsilons "$3" --out $O
-  stamp "cola dpie $1 $2 epsilon $3"
-}
 wait_pid
 case "${LANE:?LANE=a or LANE=b}" in
-  a) X laplace paper 8; X laplace paper 15; X gaussian paper 2; X laplace paper 2; X gaussian correct 15
-     X gaussian paper 1; X laplace correct 15; X laplace paper 1; X gaussian correct 8; X laplace correct 8
-     X gaussian correct 2; X laplace correct 2 ;;
-  b) X laplace paper 10; X laplace correct 20; X gaussian correct 10; X gaussian paper 0.1; X laplace correct 10
-     X laplace paper 0.1; X gaussian correct 4; X laplace correct 4; X gaussian correct 1; X laplace correct 1
-     X gaussian correct 0.1; X laplace correct 0.1 ;;
+  a) cola_dpie laplace paper 8; cola_dpie laplace paper 15; cola_dpie gaussian paper 2
+     cola_dpie laplace paper 2; cola_dpie gaussian correct 15; cola_dpie gaussian paper 1
+     cola_dpie laplace correct 15; cola_dpie laplace paper 1; cola_dpie gaussian correct 8
+     cola_dpie laplace correct 8; cola_dpie gaussian correct 2; cola_dpie laplace correct 2 ;;
+  b) cola_dpie laplace paper 10; cola_dpie laplace correct 20; cola_dpie gaussian correct 10
+     cola_dpie gaussian paper 0.1; cola_dpie laplace correct 10; cola_dpie laplace paper 0.1
+     cola_dpie gaussian correct 4; cola_dpie laplace correct 4; cola_dpie gaussian correct 1
+     cola_dpie laplace correct 1; cola_dpie gaussian correct 0.1; cola_dpie laplace correct 0.1 ;;
 esac

@@ -9,7 +9,7 @@ set -u
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 bash scripts/restore_results.sh
-B="nice -n 10 $PY benchmarks/bench_reconstruction.py --task sst2 --train-limit 20000 --m 256 --k 4 --threads 1 --graph 200 --nmf-support 64 --methods nmf"
+B="nice -n 10 $SCALE_BENCH --threads 1 --graph 200"
 mkdir -p runs/i11/s8-scale
 [ -f runs/i11/s8-scale/scale_sst2_n3000_g200.json ] || $B --n 3000 --out runs/i11/s8-scale/scale_sst2_n3000_g200.json
 stamp "scaling n = 3,000"

@@ -7,7 +7,6 @@ set -u
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 export OMP_NUM_THREADS=2
-$PY benchmarks/bench_reconstruction.py --task sst2 --train-limit 20000 --m 256 --k 4 --threads 2 --nmf-support 64 \
-    --methods nmf --n 1000 --graph 200 --sample-seed 0 --seed 1 --nmf-repair-rounds 3 --nmf-repair-iters 40 \
+$SCALE_BENCH --threads 2 --n 1000 --graph 200 --sample-seed 0 --seed 1 --nmf-repair-rounds 3 --nmf-repair-iters 40 \
     --out runs/i11/s14-spread/scale_sst2_n1000_g200_s0_r3i40_t2.json > /dev/null
 stamp "n 1000 rounds 3 x 40, 2 threads"

@@ -8,7 +8,7 @@ set -u
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 O=runs/i11/s14-spread
-B="$PY benchmarks/bench_reconstruction.py --task sst2 --train-limit 20000 --m 256 --k 4 --nmf-support 64 --methods nmf"
+B=$SCALE_BENCH
 LANES=$(pgrep -f "reproduce xie2022-figure1")
 [ -n "$LANES" ] && kill -STOP $LANES
 export OMP_NUM_THREADS=2

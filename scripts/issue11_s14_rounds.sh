@@ -8,7 +8,7 @@ set -u
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 O=runs/i11/s14-spread
-B="nice -n 5 $PY benchmarks/bench_reconstruction.py --task sst2 --train-limit 20000 --m 256 --k 4 --threads 1 --nmf-support 64 --methods nmf --n 300 --graph 200 --sample-seed 0 --seed 1"
+B="nice -n 5 $SCALE_BENCH --threads 1 --n 300 --graph 200 --sample-seed 0 --seed 1"
 [ -f $O/scale_sst2_n300_g200_s0_r3.json ] || $B --nmf-repair-rounds 3 --out $O/scale_sst2_n300_g200_s0_r3.json > /dev/null
 [ -f $O/scale_sst2_n300_g200_s0_r2.json ] || $B --nmf-repair-rounds 2 --out $O/scale_sst2_n300_g200_s0_r2.json > /dev/null
 stamp "n 300 rounds 2"

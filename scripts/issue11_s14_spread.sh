@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 . scripts/env.sh
 O=runs/i11/s14-spread
 mkdir -p $O
-B="nice -n 5 $PY benchmarks/bench_reconstruction.py --task sst2 --train-limit 20000 --m 256 --k 4 --threads 1 --nmf-support 64 --methods nmf"
+B="nice -n 5 $SCALE_BENCH --threads 1"
 wait_pid
 for s in 0 1 2 3 4; do
   for g in 0 200; do

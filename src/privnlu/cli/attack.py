@@ -252,8 +252,7 @@ def reconstruction_settings(args: argparse.Namespace, epochs: int):
     require(getattr(args, "distractors", 0) >= 0, "--distractors must be >= 0")
     config = ReconstructionConfig(sim_releases=args.sim_releases, sim_epochs=max(2, min(epochs, 20)), pairs_per_release=args.pairs,
                                   solver=args.solver, seed=args.seed if args.seed is not None else 0, graph=graph,
-                                  nmf_repair_rounds=getattr(args, "nmf_repair_rounds", 1),
-                                  nmf_repair_iters=getattr(args, "nmf_repair_iters", 50))
+                                  nmf_repair_rounds=args.nmf_repair_rounds, nmf_repair_iters=args.nmf_repair_iters)
     return methods, config
 
 
