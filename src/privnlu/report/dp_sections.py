@@ -4,6 +4,7 @@ Every DP run (the ``xie2022`` recipe or ``train --scheme dp``) is a point of a c
 calibration, scheme (``dp-ie``: the paper's, no sign mask; ``dp-ie-masked``: with TextHide's masks), queries
 (clean or noisy) and mode (frozen or fine-tuned). CoLA is shown in accuracy, as the paper plots it, and in MCC.
 The paper's Figure 1 is an image: its values are not available, only the claims of its text, printed beside.
+Repeats of a point (the recipe run into several folders) are averaged, each run listed beside the mean.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from ..paper_values import values
 from .registry import Context, md_table, section, table
 from .texthide_sections import encoder_name
 
-Curve = dict[float, tuple[dict, float]]  # target epsilon -> (record, accounted epsilon)
+Curve = dict[float, tuple[list[dict], float]]  # target epsilon -> (the runs, accounted epsilon)
 
 
 def _metrics(task: str) -> tuple[str, ...]:
@@ -37,32 +38,54 @@ def curve_name(r: dict) -> str:
     return f"{d['mechanism']}, {cal}, {scheme} (m={r['m']}, k={r['k']}), {q}, {r.get('mode', 'frozen')}"
 
 
-def _curves(records: list[dict]) -> dict[str, tuple[dict[str, dict], dict[str, Curve]]]:
-    """Per task: reference runs (baseline, TextHide) and one curve per DP configuration."""
-    refs: dict[str, dict[str, dict]] = defaultdict(dict)
-    curves: dict[str, dict[str, Curve]] = defaultdict(lambda: defaultdict(dict))
+def mean_of(runs: list[dict], key: str) -> float | None:
+    """The metric averaged over the repeats of one point (None where the runs lack it)."""
+    vals = [metric_of(r, key) for r in runs]
+    return None if None in vals else sum(vals) / len(vals)  # type: ignore[arg-type]
+
+
+def cell(runs: list[dict], key: str) -> object:
+    """One run: its score; repeats: ``mean (run 1 / run 2 / ...)``, so the spread is never hidden."""
+    mu = mean_of(runs, key)
+    if len(runs) == 1 or mu is None:
+        return mu
+    return f"{mu:.2f} ({' / '.join(f'{metric_of(r, key):.2f}' for r in runs)})"
+
+
+def _curves(records: list[dict]) -> dict[tuple, tuple[dict[str, list[dict]], dict[str, Curve]]]:
+    """Per (task, train examples, epochs): reference runs (baseline, TextHide) and one curve per DP configuration,
+    repeats kept together; runs of different budgets are never averaged."""
+    refs: dict[tuple, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    curves: dict[tuple, dict[str, Curve]] = defaultdict(lambda: defaultdict(dict))
     for r in records:
         if r.get("kind") != "train":
             continue
+        where = (r["task"], r.get("n_train", 0), (r.get("spec") or {}).get("train", {}).get("epochs", 0))
         if r.get("scheme") == "dp" and r.get("dp"):
-            curves[r["task"]][curve_name(r)][float(r["dp"]["target_epsilon"])] = (r, r["dp"]["accounted_epsilon"])
+            point = curves[where][curve_name(r)].setdefault(float(r["dp"]["target_epsilon"]),
+                                                             ([], r["dp"]["accounted_epsilon"]))
+            point[0].append(r)
         elif r.get("group") == "xie2022":
             name = "baseline" if r["scheme"] == "none" else f"TextHide ({r['m']}, {r['k']})"
-            refs[r["task"]][f"{name}, {r.get('mode', 'frozen')}"] = r
-    return {t: (refs[t], dict(sorted(curves[t].items()))) for t in sorted(curves)}
+            refs[where][f"{name}, {r.get('mode', 'frozen')}"].append(r)
+    return {w: (dict(refs[w]), dict(sorted(curves[w].items()))) for w in sorted(curves)}
 
 
-def _rows(task: str, refs: dict[str, dict], curves: dict[str, Curve]) -> tuple[list[str], list[list[object]]]:
+def _majority(refs: dict[str, list[dict]], curves: dict[str, Curve], key: str) -> float | None:
+    some = next(iter(refs.values()), None) or next(iter(next(iter(curves.values())).values()))[0]
+    return (some[0].get("majority") or {}).get("accuracy" if key == "accuracy" else "score")
+
+
+def _rows(task: str, refs: dict[str, list[dict]], curves: dict[str, Curve]) -> tuple[list[str], list[list[object]]]:
     eps = sorted({e for c in curves.values() for e in c})
     head = ["run", "metric", *[f"eps={e:g}" for e in eps]]
     rows: list[list[object]] = []
     for key in _metrics(task):
-        for name, r in sorted(refs.items()):
-            rows.append([name, key, *[metric_of(r, key)] * len(eps)])
+        for name, runs in sorted(refs.items()):
+            rows.append([name, key, *[cell(runs, key)] * len(eps)])
         for name, c in curves.items():
-            rows.append([name, key, *[metric_of(c[e][0], key) if e in c else "-" for e in eps]])
-        some = next(iter(refs.values()), None) or next(iter(next(iter(curves.values())).values()))[0]
-        maj = (some.get("majority") or {}).get("accuracy" if key == "accuracy" else "score")
+            rows.append([name, key, *[cell(c[e][0], key) if e in c else "-" for e in eps]])
+        maj = _majority(refs, curves, key)
         if maj is not None:
             rows.append(["majority class", key, *[maj] * len(eps)])
     for name, c in curves.items():
@@ -71,7 +94,7 @@ def _rows(task: str, refs: dict[str, dict], curves: dict[str, Curve]) -> tuple[l
 
 
 def _setting(curves: dict[str, Curve]) -> str:
-    r = next(iter(next(iter(curves.values())).values()))[0]
+    r = next(iter(next(iter(curves.values())).values()))[0][0]
     enc = r.get("encoder") or {}
     return (f"Ours: {encoder_name(enc)} ({enc.get('layers', '?')} layers), {r.get('mode', 'frozen')}, "
             f"{r['n_train']} train examples, {r['spec']['train']['epochs']} epochs, last epoch reported. Paper: BERT "
@@ -89,7 +112,7 @@ NOTE = ("<em>paper</em> calibration (Theorems 3 and 4 per encoding) is <strong>n
 
 def dp_utility_md(records: list[dict]) -> str | None:
     parts = [f"{task}:\n\n" + md_table(*_rows(task, refs, curves)) + f"\n\n{_setting(curves)}"
-             for task, (refs, curves) in _curves(records).items()]
+             for (task, *_), (refs, curves) in _curves(records).items()]
     if not parts:
         return None
     return "\n\n".join(parts) + "\n\n" + NOTE.replace("<em>", "*").replace("</em>", "*").replace(
@@ -105,18 +128,20 @@ def dp_utility(records: list[dict], ctx: Context) -> str | None:
     import matplotlib.pyplot as plt
 
     html = f"<p>{NOTE}{_claims()}</p>"
-    for task, (refs, curves) in data.items():
+    for (task, n_train, epochs), (refs, curves) in data.items():
         html += f"<h3>{task}</h3>" + table(*_rows(task, refs, curves)) + f"<p>{_setting(curves)}</p>"
         for key in _metrics(task):
             fig, ax = plt.subplots(figsize=(6, 3.4))
             for i, (name, c) in enumerate(curves.items()):
                 es = sorted(c)
-                ax.plot(es, [metric_of(c[e][0], key) for e in es], marker="o", color=f"C{i}",
+                ax.plot(es, [mean_of(c[e][0], key) for e in es], marker="o", color=f"C{i}",
                         linestyle="--" if "paper" in name else "-", label=name)
-            for j, (name, r) in enumerate(sorted(refs.items())):
-                ax.axhline(metric_of(r, key), color=f"C{len(curves) + j}", linestyle=":", label=name)
-            some = next(iter(refs.values()), None)
-            maj = ((some or {}).get("majority") or {}).get("accuracy" if key == "accuracy" else "score")
+                reps = [(e, metric_of(r, key)) for e in es if len(c[e][0]) > 1 for r in c[e][0]]
+                if reps:  # each repeat, around the mean
+                    ax.scatter(*zip(*reps), s=8, color=f"C{i}", alpha=0.5)
+            for j, (name, runs) in enumerate(sorted(refs.items())):
+                ax.axhline(mean_of(runs, key), color=f"C{len(curves) + j}", linestyle=":", label=name)
+            maj = _majority(refs, curves, key)
             if maj is not None:
                 ax.axhline(maj, color="grey", linestyle="-.", label="majority class")
             ax.set_xscale("log")
@@ -124,5 +149,5 @@ def dp_utility(records: list[dict], ctx: Context) -> str | None:
             ax.set_ylabel(f"dev {key}")
             ax.set_title(f"{task}: {key} vs epsilon")
             ax.legend(fontsize=6)
-            html += ctx.figure(fig, f"dp_utility_{task}_{key}", f"{task} {key} against epsilon")
+            html += ctx.figure(fig, f"dp_utility_{task}_{n_train}x{epochs}_{key}", f"{task} {key} against epsilon")
     return html
