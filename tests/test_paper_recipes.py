@@ -136,15 +136,19 @@ def test_dp_report_names_mechanism_epsilon_scheme_and_accounted_epsilon():
 def test_dp_report_averages_repeats_and_keeps_budgets_apart():
     from privnlu.report.dp_sections import dp_utility_md
 
-    dp = lambda s, **kw: _rec("dp", s, "dp-texthide-intra", "0", 4, {"mechanism": "gaussian", "calibration": "correct",
-                              "target_epsilon": 20, "accounted_epsilon": 20}, dp_scheme="dp-ie", **kw)
+    dp = lambda s, e=20, **kw: _rec("dp", s, "dp-texthide-intra", "0", 4, {"mechanism": "gaussian", "calibration": "correct",
+                                    "target_epsilon": e, "accounted_epsilon": e}, dp_scheme="dp-ie", **kw)
     base = {"majority": {"score": 50.9, "accuracy": 50.9}}
-    recs = [_rec("none", 84.0, **base), _rec("none", 86.0, **base), dp(74.0), dp(83.0), dp(80.0),
+    recs = [_rec("none", 84.0, **base), _rec("none", 86.0, **base), dp(74.0), dp(83.0), dp(80.0), dp(50.9, 8), dp(52.0, 8),
             dp(60.0, n_train=900), _rec("none", 70.0, n_train=900, **base)]
     md = dp_utility_md(recs)
     assert "| baseline, frozen | accuracy | 85.00 (84.00 / 86.00) |" in md
-    assert "| gaussian, correct, dp-ie (m=0, k=4), clean queries, frozen | accuracy | 79.00 (74.00 / 83.00 / 80.00) |" in md
+    assert "| gaussian, correct, dp-ie (m=0, k=4), clean queries, frozen | accuracy | 51.45 (50.90 / 52.00) | 79.00 (74.00 / 83.00 / 80.00) |" in md
+    assert "| 8 | accuracy | 2 | 51.45 | 0.78 | 50.90 | 52.00 | 1 of 2 |" in md  # at the majority class is not above it
     assert md.count("sst2:") == 2 and "| baseline, frozen | accuracy | 70.00 |" in md and "| accuracy | 60.00 |" in md
+    assert "| gaussian, correct, dp-ie (m=0, k=4), clean queries, frozen | 20 | accuracy | 3 | 79.00 | 4.58 | 74.00 | 83.00 | 3 of 3 |" in md
+    assert "| baseline, frozen | - | accuracy | 2 | 85.00 | 1.41 | 84.00 | 86.00 | 2 of 2 |" in md
+    assert md.count("the points run more than once") == 1  # the 900-example budget has no repeats
 
 
 def test_table1_report_sets_paper_ours_and_difference_side_by_side():

@@ -93,6 +93,27 @@ def _rows(task: str, refs: dict[str, list[dict]], curves: dict[str, Curve]) -> t
     return head, rows
 
 
+REPEATS_HEAD = ["run", "epsilon", "metric", "runs", "mean", "sd", "min", "max", "runs above the majority class"]
+
+
+def _repeat_rows(task: str, refs: dict[str, list[dict]], curves: dict[str, Curve]) -> list[list[object]]:
+    """The points run more than once: how far their repeats spread, and how many left the majority class."""
+    points = [(name, "-", runs) for name, runs in sorted(refs.items())]
+    points += [(name, f"{e:g}", c[e][0]) for name, c in curves.items() for e in sorted(c)]
+    rows: list[list[object]] = []
+    for key in _metrics(task):
+        maj = _majority(refs, curves, key)
+        for name, eps, runs in points:
+            vals = [metric_of(r, key) for r in runs]
+            if len(runs) < 2 or None in vals:
+                continue
+            mu = sum(vals) / len(vals)
+            sd = (sum((v - mu) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5
+            above = "-" if maj is None else f"{sum(v > maj + 1e-9 for v in vals)} of {len(vals)}"
+            rows.append([name, eps, key, len(vals), mu, sd, min(vals), max(vals), above])
+    return rows
+
+
 def _setting(curves: dict[str, Curve]) -> str:
     r = next(iter(next(iter(curves.values())).values()))[0][0]
     enc = r.get("encoder") or {}
@@ -111,8 +132,11 @@ NOTE = ("<em>paper</em> calibration (Theorems 3 and 4 per encoding) is <strong>n
 
 
 def dp_utility_md(records: list[dict]) -> str | None:
-    parts = [f"{task}:\n\n" + md_table(*_rows(task, refs, curves)) + f"\n\n{_setting(curves)}"
-             for (task, *_), (refs, curves) in _curves(records).items()]
+    parts = []
+    for (task, *_), (refs, curves) in _curves(records).items():
+        parts.append(f"{task}:\n\n" + md_table(*_rows(task, refs, curves)) + f"\n\n{_setting(curves)}")
+        if reps := _repeat_rows(task, refs, curves):
+            parts.append(f"{task}, the points run more than once:\n\n" + md_table(REPEATS_HEAD, reps))
     if not parts:
         return None
     return "\n\n".join(parts) + "\n\n" + NOTE.replace("<em>", "*").replace("</em>", "*").replace(
@@ -130,6 +154,8 @@ def dp_utility(records: list[dict], ctx: Context) -> str | None:
     html = f"<p>{NOTE}{_claims()}</p>"
     for (task, n_train, epochs), (refs, curves) in data.items():
         html += f"<h3>{task}</h3>" + table(*_rows(task, refs, curves)) + f"<p>{_setting(curves)}</p>"
+        if reps := _repeat_rows(task, refs, curves):
+            html += "<p>The points run more than once:</p>" + table(REPEATS_HEAD, reps)
         for key in _metrics(task):
             fig, ax = plt.subplots(figsize=(6, 3.4))
             for i, (name, c) in enumerate(curves.items()):
