@@ -7,8 +7,9 @@
 # Predicted before the runs: epsilon 10 stays at the majority class in most repeats; 15 and 20 learn in most,
 #   at a spread of several points (the one-run pair 83.1 at 15 / 74.7 at 20 already differs more than its sigmas).
 # MECH=laplace EPS=20 repeats the sound Laplace at 20 instead (folders runs/i10/s15-sst2-laplace-repeatR): its single
-#   run stayed at the majority class with less noise per coordinate (standard deviation 1.70) than the Gaussian at
-#   20 (2.01), which learns in 7 runs of 9; predicted before the runs: it learns in some repeats.
+#   run stayed at the majority class with less noise per coordinate (standard deviation 1.69) than the Gaussian at
+#   20 (2.01), which learns in 7 runs of 9; predicted before the runs: it learns in some repeats (it did not: 0 of 5,
+#   docs/results.md 8.2a; this line was added after).
 # A finished run is read back, so a rerun resumes; an interrupted run resumes from its last epoch.
 # Usage: REPEATS="2 4" nohup bash scripts/issue10_s15_sst2_repeats.sh > runs/i10/s15-sst2-repeats-a.log 2>&1 &
 set -u
