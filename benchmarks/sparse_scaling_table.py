@@ -28,13 +28,18 @@ def rows(folder: Path) -> list[dict]:
     return sorted(out, key=lambda d: (d["n_private"], d["graph_neighbours"] or 0, d["nmf_iters"], d.get("nmf_support") or 32))
 
 
+def _repair(d: dict, fixed: int | None = None) -> str:
+    """The repair: its iterations ("R x I" for R passes), the groups it re-seeded if given, and "warm"."""
+    rounds = d.get("nmf_repair_rounds", 1)
+    repair = f"{rounds} x {d['nmf_repair_iters']}" if rounds > 1 else str(d.get("nmf_repair_iters", "-"))
+    return repair + ("" if fixed is None else f" ({fixed})") + (", warm" if d.get("nmf_repair_start") == "warm" else "")
+
+
 def _setting(d: dict) -> tuple[str, str, str]:
     pairs = f"k-NN graph, {d['graph_neighbours']}" if d["graph_neighbours"] else "all"
     support = d.get("nmf_support") or 32 if d["graph_neighbours"] else "-"
     nmf = f"{d['nmf_iters']} / {support} / {d.get('nmf_seeds', 'paper-greedy' if d['graph_neighbours'] else 'clique')}"
-    rounds = d.get("nmf_repair_rounds", 1)
-    repair = f"{rounds} x {d['nmf_repair_iters']}" if rounds > 1 else str(d.get("nmf_repair_iters", "-"))
-    return pairs, nmf, repair + (", warm" if d.get("nmf_repair_start") == "warm" else "")
+    return pairs, nmf, _repair(d)
 
 
 def _pct(v) -> str:
@@ -46,12 +51,11 @@ def table(records: list[dict]) -> str:
             "lenient % | strict % | sentence % | claimed % | threads | wall s | CPU s | peak GiB | file |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for d in records:
-        pairs, nmf, repair = _setting(d)
+        pairs, nmf, _ = _setting(d)
         release = f"{d['sample_seed']} / {d['defender_seed']}" if "sample_seed" in d else "-"
         for method, s in d["success"].items():
             fixed = (d.get("repaired_groups") or {}).get(method)
-            shown = repair.replace(", warm", f" ({fixed}), warm") if ", warm" in repair else f"{repair} ({fixed})"
-            lines.append(f"| {d['n_private']} | {d['n_encodings']} | {pairs} | {nmf} | {shown if fixed is not None else '-'} | "
+            lines.append(f"| {d['n_private']} | {d['n_encodings']} | {pairs} | {nmf} | {_repair(d, fixed) if fixed is not None else '-'} | "
                          f"{release} | {method} | {s['success_lenient']:.1f} | {s['success_strict']:.1f} | "
                          f"{s['success_sentence']:.1f} | {_pct((d.get('claimed') or {}).get(method))} | "
                          f"{d.get('threads', 1)} | {d['attack_total_seconds']:.0f} | {d['attack_cpu_seconds']:.0f} | "

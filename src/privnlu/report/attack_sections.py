@@ -178,12 +178,13 @@ def attack_reconstruction_scaling(records: list[dict], ctx: Context) -> str | No
     curves: dict[tuple[str, str, str], dict[int, list[float]]] = {}
     for r in runs:
         release = f"{r['sample_seed']} / {r['defender_seed']}" if "sample_seed" in r else "-"
+        setting = _scale_setting(r)
         for m, s in r["success"].items():
-            rows.append([r.get("task"), r["n_private"], r["n_encodings"], _scale_setting(r), release, m,
+            rows.append([r.get("task"), r["n_private"], r["n_encodings"], setting, release, m,
                          s.get("success_lenient"), s.get("success_strict"), s.get("success_sentence"),
                          (r.get("claimed") or {}).get(m), r["attack_total_seconds"], r.get("threads", 1), r["peak_rss_gib"]])
             if s.get("success_lenient") is not None:
-                curves.setdefault((r.get("task", ""), _scale_setting(r), m), {}).setdefault(r["n_private"], []).append(
+                curves.setdefault((r.get("task", ""), setting, m), {}).setdefault(r["n_private"], []).append(
                     s["success_lenient"])
     out = ("<p>Success against the number of private examples (50 encodings each); pairs from a k-NN graph of the "
            "abs() features (FAISS), clustering and solving on the sparse graph. Release: private-sample seed / "

@@ -9,6 +9,7 @@ Repeats of a point (the recipe run into several folders) are averaged, each run 
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 
 from ..paper_values import values
@@ -41,7 +42,7 @@ def curve_name(r: dict) -> str:
 def mean_of(runs: list[dict], key: str) -> float | None:
     """The metric averaged over the repeats of one point (None where the runs lack it)."""
     vals = [metric_of(r, key) for r in runs]
-    return None if None in vals else sum(vals) / len(vals)  # type: ignore[arg-type]
+    return None if None in vals else statistics.mean(vals)  # type: ignore[type-var]
 
 
 def cell(runs: list[dict], key: str) -> object:
@@ -107,10 +108,9 @@ def _repeat_rows(task: str, refs: dict[str, list[dict]], curves: dict[str, Curve
             vals = [metric_of(r, key) for r in runs]
             if len(runs) < 2 or None in vals:
                 continue
-            mu = sum(vals) / len(vals)
-            sd = (sum((v - mu) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5
             above = "-" if maj is None else f"{sum(v > maj + 1e-9 for v in vals)} of {len(vals)}"
-            rows.append([name, eps, key, len(vals), mu, sd, min(vals), max(vals), above])
+            rows.append([name, eps, key, len(vals), statistics.mean(vals), statistics.stdev(vals), min(vals), max(vals),
+                         above])
     return rows
 
 
@@ -162,9 +162,9 @@ def dp_utility(records: list[dict], ctx: Context) -> str | None:
                 es = sorted(c)
                 ax.plot(es, [mean_of(c[e][0], key) for e in es], marker="o", color=f"C{i}",
                         linestyle="--" if "paper" in name else "-", label=name)
-                reps = [(e, metric_of(r, key)) for e in es if len(c[e][0]) > 1 for r in c[e][0]]
-                if reps:  # each repeat, around the mean
-                    ax.scatter(*zip(*reps), s=8, color=f"C{i}", alpha=0.5)
+                dots = [(e, metric_of(r, key)) for e in es if len(c[e][0]) > 1 for r in c[e][0]]
+                if dots:  # each repeat, around the mean
+                    ax.scatter(*zip(*dots), s=8, color=f"C{i}", alpha=0.5)
             for j, (name, runs) in enumerate(sorted(refs.items())):
                 ax.axhline(mean_of(runs, key), color=f"C{len(curves) + j}", linestyle=":", label=name)
             maj = _majority(refs, curves, key)
