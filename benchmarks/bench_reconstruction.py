@@ -24,7 +24,7 @@ import torch
 
 def load_x(task: str, n_needed: int, train_limit: int | None) -> tuple[torch.Tensor, torch.Tensor, list[str], str]:
     try:
-        from privnlu.experiments.pipeline import RunSpec, prepare
+        from privnlu.training.engine import RunSpec, prepare
 
         prep = prepare(RunSpec(task=task, train_limit=train_limit), progress=False)
         return prep.train_x, torch.tensor(prep.train.labels), prep.train.texts_a, f"{task} train ({len(prep.train)}) MiniLM features"

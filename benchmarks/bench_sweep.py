@@ -16,7 +16,7 @@ from pathlib import Path
 from common import save
 from privnlu.data import glue_data_available
 from privnlu.experiments.huang2020 import SWEEP_K, SWEEP_M
-from privnlu.experiments.pipeline import RunSpec, grid_label, prepare, train_run, with_scheme
+from privnlu.training.engine import RunSpec, grid_label, prepare, train_run, with_scheme
 from privnlu.training import TrainConfig
 
 

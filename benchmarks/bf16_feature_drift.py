@@ -13,7 +13,7 @@ import argparse
 import torch
 
 from common import save
-from privnlu.experiments.pipeline import RunSpec, prepare
+from privnlu.training.engine import RunSpec, prepare
 from privnlu.models import load_encoder
 
 

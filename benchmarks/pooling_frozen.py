@@ -24,7 +24,7 @@ import numpy as np
 
 from common import save
 from privnlu.data import metrics as glue_metrics
-from privnlu.experiments.pipeline import RunSpec, prepare, train_run
+from privnlu.training.engine import RunSpec, prepare, train_run
 from privnlu.models import load_encoder
 from privnlu.training import TrainConfig
 

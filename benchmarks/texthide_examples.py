@@ -36,7 +36,7 @@ def main() -> None:
     from privnlu.attacks.inversion import InversionConfig
     from privnlu.attacks.leakage import sbert_embedder
     from privnlu.attacks.threat import INVERSION_THREAT, SEARCH_THREAT, Corpus
-    from privnlu.experiments.pipeline import RunSpec, prepare
+    from privnlu.training.engine import RunSpec, prepare
     from privnlu.io import write_json_atomic
     from privnlu.models.encoder import public_model_name
     from privnlu.rng import SecretGenerator

@@ -35,8 +35,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     from privnlu.attacks.audit import parse_condition
     from privnlu.attacks.reconstruction import ReconstructionConfig
-    from privnlu.experiments.pipeline import RunSpec, prepare
-    from privnlu.experiments.xie2021 import AUX_SIZE, reconstruction_record, reconstruction_sweep
+    from privnlu.training.engine import RunSpec, prepare
+    from privnlu.attacks.reconstruction_sweep import AUX_SIZE, reconstruction_record, reconstruction_sweep
     from privnlu.io import write_json_atomic
 
     out_dir = Path(args.out_dir)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from privnlu.dp_audit import audit_dchi, pick_pairs
+from privnlu.attacks.dp_audit import audit_dchi, pick_pairs
 from privnlu.mechanisms.dchi import load_token_space, m_rep
 from privnlu.rng import SecretGenerator
 

@@ -2,7 +2,7 @@
 
     PYTHONPATH=src OMP_NUM_THREADS=1 python scripts/dp_audit_table.py [--draws 100000] [--out runs/dp_audit/table.json]
 
-Prints markdown tables; every audit uses the real mechanisms (privnlu.dp_audit) with seed 0 (experiments only).
+Prints markdown tables; every audit uses the real mechanisms (privnlu.attacks.dp_audit) with seed 0 (experiments only).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 import json
 import time
 
-from privnlu.dp_audit import audit_dchi, audit_encoding, max_certifiable_epsilon, pick_pairs
+from privnlu.attacks.dp_audit import audit_dchi, audit_encoding, max_certifiable_epsilon, pick_pairs
 from privnlu.io import write_json_atomic
 from privnlu.mechanisms.dp import calibrate
 from privnlu.rng import SecretGenerator

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from privnlu.experiments.pipeline import RunSpec, prepare, with_scheme
+from privnlu.training.engine import RunSpec, prepare, with_scheme
 
 limit = int(sys.argv[1])
 tasks = sys.argv[2].split(",")

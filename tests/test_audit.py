@@ -190,7 +190,7 @@ def test_report_screenshots_in_headless_chromium(tmp_path):
 def test_demo_grid_covers_every_scheme(capsys):
     from privnlu.audit import SCHEMES, grid
     from privnlu.cli.main import main
-    from privnlu.experiments.demo import DEMO
+    from privnlu.audit import DEMO
 
     pts = grid(DEMO)
     assert {p.scheme for p in pts} == set(SCHEMES) and len(pts) == 12 and DEMO.task == "tweets"

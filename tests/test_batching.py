@@ -147,7 +147,7 @@ def test_cli_flag_keeps_the_old_meaning():
 
 
 def test_runspec_resolves_auto(cpu):
-    from privnlu.experiments.pipeline import RunSpec
+    from privnlu.training.engine import RunSpec
 
     cpu(flags="avx512_bf16")
     assert RunSpec(task="sst2").bf16 is True

@@ -332,14 +332,14 @@ def test_read_only_folder_as_an_unprivileged_user():
 
 
 def _point(tmp_path, epochs: int):
-    from privnlu.experiments.pipeline import RunSpec, with_scheme
+    from privnlu.training.engine import RunSpec, with_scheme
     from privnlu.training import TrainConfig
 
     return with_scheme(RunSpec(task="sst2", train=TrainConfig(epochs=epochs)), m=4, k=2, inter=False)
 
 
 def test_stale_sweep_point_is_refused_naming_file_and_setting(tmp_path):
-    from privnlu.experiments.sweep import finished_point
+    from privnlu.training.sweep import finished_point
     from privnlu.io import write_json_atomic
 
     path = tmp_path / "m4-k2.json"
@@ -355,7 +355,7 @@ def test_stale_sweep_point_is_refused_naming_file_and_setting(tmp_path):
 
 @pytest.mark.parametrize("content", ["{not json", "[]", '{"kind": "train"}', ""])
 def test_corrupt_sweep_point_is_recomputed_with_a_notice(tmp_path, capsys, content):
-    from privnlu.experiments.sweep import finished_point
+    from privnlu.training.sweep import finished_point
 
     path = tmp_path / "m4-k2.json"
     path.write_text(content)
@@ -575,7 +575,7 @@ def test_key_material_is_not_in_any_repr():
 
 @pytest.mark.parametrize("epsilon,rounds", [(1.0, 50), (8.0, 50), (0.5, 1000), (20.0, 5)])
 def test_federated_dp_calibration_never_exceeds_its_target(epsilon, rounds):
-    from privnlu.federated.dp import epsilon_spent, noise_multiplier_for
+    from privnlu.federated.dp_accounting import epsilon_spent, noise_multiplier_for
 
     z = noise_multiplier_for(epsilon, 1e-5, rounds)
     assert epsilon_spent(z, rounds, 1e-5) <= epsilon

@@ -10,7 +10,7 @@ import torch
 
 from privnlu.attacks.dchi_inversion import NearestNeighbourInversion, inversion_accuracy
 from privnlu.cli.main import main
-from privnlu.experiments import qu2021
+from privnlu.attacks import dchi_analysis
 from privnlu.mechanisms.dchi import TokenSpace, dchi_noise, m_txt
 from privnlu.mechanisms.dchi_stats import (MinPlusStats, brute_min_plus_argmin, knn_distances, min_plus_argmin,
                                           plausible_deniability)
@@ -96,7 +96,7 @@ def test_inversion_attack_grants_only_the_public_table(small_space):
 
 def test_calibrate_eta_hits_target(small_space):
     ids = small_space.regular_ids.repeat(3)
-    rec = qu2021.calibrate_eta(small_space, ids, 0.5, gen(7), eta_range=(1.0, 1e4))
+    rec = dchi_analysis.calibrate_eta(small_space, ids, 0.5, gen(7), eta_range=(1.0, 1e4))
     assert abs(rec["accuracy_at_eta"] - 0.5) < 0.02
     # a fresh evaluation at the calibrated eta lands near the target (sampling error of 1770 tokens, 4 s.e. ~ 0.05)
     assert abs(inversion_accuracy(small_space, ids, rec["eta"], gen(8)) - 0.5) < 0.06
@@ -106,7 +106,7 @@ def test_calibrate_eta_bad_target(small_space):
     from privnlu.errors import PrivnluError
 
     with pytest.raises(PrivnluError, match="outside"):
-        qu2021.calibrate_eta(small_space, small_space.regular_ids, 0.5, gen(9), eta_range=(1e5, 1e6))
+        dchi_analysis.calibrate_eta(small_space, small_space.regular_ids, 0.5, gen(9), eta_range=(1e5, 1e6))
 
 
 def test_cli_analyses_and_report(capsys, tmp_path, tiny_model):

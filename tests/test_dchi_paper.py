@@ -11,7 +11,11 @@ import torch
 
 from privnlu import paper_values as pv
 from privnlu.cli.main import main
+from privnlu.attacks import dchi_analysis
 from privnlu.experiments import qu2021
+from privnlu.report.dchi_training_sections import table45
+from privnlu.stats import paired_t_test
+from privnlu.training import private_finetune as pf
 from privnlu.mechanisms.dchi_stats import worst_case
 
 
@@ -22,7 +26,7 @@ def test_paper_values_are_registered():
     assert pv.lookup("qu2021", "Table 2", "emotions", "distinct outputs").value == 825
     assert pv.lookup("qu2021", "Figure 4", "eta=75", "max N_w").claim
     assert pv.lookup("huang2020", "Table 2", "k=1", "d=1024").value == 0.08
-    assert qu2021.PAPER_TABLE3["sst2"][100] == 0.3402 and qu2021.EXAMPLE_SENTENCE.startswith("the emotions")
+    assert dchi_analysis.PAPER_TABLE3["sst2"][100] == 0.3402 and dchi_analysis.EXAMPLE_SENTENCE.startswith("the emotions")
     # every Table 4/5 cell of the four columns, six etas
     assert len(pv.values("qu2021", "Table 4")) == 2 + 4 * 6
 
@@ -46,14 +50,14 @@ def test_worst_case_is_max_n_and_min_s():
 
 def test_paired_t_test_matches_the_formula():
     a, b = [0.80, 0.82, 0.85], [0.70, 0.75, 0.71]
-    res = qu2021.paired_t_test(a, b)
+    res = paired_t_test(a, b)
     d = [x - y for x, y in zip(a, b)]
     m = sum(d) / 3
     sd = math.sqrt(sum((x - m) ** 2 for x in d) / 2)
     assert res["t"] == pytest.approx(m / (sd / math.sqrt(3))) and 0 < res["p"] < 0.05
-    assert qu2021.paired_t_test([0.5, 0.6], [0.5, 0.6])["p"] == 1.0
+    assert paired_t_test([0.5, 0.6], [0.5, 0.6])["p"] == 1.0
     with pytest.raises(Exception):
-        qu2021.paired_t_test([0.5], [0.4])
+        paired_t_test([0.5], [0.4])
 
 
 def test_table45_pairs_by_seed_and_budget():
@@ -62,13 +66,13 @@ def test_table45_pairs_by_seed_and_budget():
         for enc, mode, acc in (("transformer", "token", tok), ("transformer", "text", txt), ("bilstm", "text", lstm_txt)):
             recs.append({"kind": "dchi_finetune", "task": "sst2", "encoder": enc, "mode": mode, "eta": 100.0,
                          "seed": seed, "score": 100 * acc, "metrics": {"accuracy": acc}})
-    rows = {(r["encoder"], r["mode"]): r for r in qu2021.table45(recs)}
+    rows = {(r["encoder"], r["mode"]): r for r in table45(recs)}
     text = rows[("transformer", "text")]
     assert text["mean"] == pytest.approx(0.72) and text["seeds"] == [0, 1, 2]
     assert text["vs_token"]["mean_diff"] == pytest.approx(0.21) and text["vs_token"]["p"] < 0.01
     assert text["vs_other_encoder"]["n"] == 3 and "vs_token" not in rows[("bilstm", "text")]
-    assert qu2021.budget(10_000, 32, 3) == {"optimizer_steps": 939, "examples_seen": 30_000}
-    assert qu2021.paper_lr("sst2") == 2e-5 and qu2021.paper_lr("mrpc") == 4e-5
+    assert pf.budget(10_000, 32, 3) == {"optimizer_steps": 939, "examples_seen": 30_000}
+    assert pf.paper_lr("sst2") == 2e-5 and pf.paper_lr("mrpc") == 4e-5
 
 def test_table45_compares_each_encoders_drop_from_its_own_null_run():
     """The transformer starts higher and loses more: equal accuracy under privacy, a larger drop (paired by seed)."""
@@ -76,7 +80,7 @@ def test_table45_compares_each_encoders_drop_from_its_own_null_run():
              ("bilstm", "null", None): (0.80, 0.79, 0.81), ("bilstm", "token", 100.0): (0.63, 0.62, 0.63)}
     recs = [{"kind": "dchi_finetune", "task": "sst2", "encoder": e, "mode": m, "eta": eta, "seed": s,
              "score": 100 * a, "metrics": {"accuracy": a}} for (e, m, eta), accs in cells.items() for s, a in enumerate(accs)]
-    rows = {(r["encoder"], r["mode"]): r for r in qu2021.table45(recs)}
+    rows = {(r["encoder"], r["mode"]): r for r in table45(recs)}
     drop = rows[("transformer", "token")]["drop_vs_other_encoder"]
     assert drop["n"] == 3 and drop["mean_diff"] == pytest.approx((0.06 + 0.05 + 0.05) / 3) and drop["p"] < 0.05
     assert rows[("bilstm", "token")]["drop_vs_other_encoder"]["mean_diff"] == pytest.approx(-drop["mean_diff"])

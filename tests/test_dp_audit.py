@@ -1,4 +1,4 @@
-"""The empirical DP audit (privnlu.dp_audit, `privnlu dp audit`): sound mechanisms pass, broken ones are caught.
+"""The empirical DP audit (privnlu.attacks.dp_audit, `privnlu dp audit`): sound mechanisms pass, broken ones are caught.
 
 Seeded statistical tests. For a sound mechanism the audit's bound exceeds the claim with probability <= 5 % over the
 draws (95 % Clopper-Pearson); the seeds are fixed, so each assertion is deterministic. The broken mechanisms are
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from privnlu.cli.main import main
-from privnlu.dp_audit import (audit_dchi, audit_encoding, boundary_direction, clopper_pearson, epsilon_bound,
+from privnlu.attacks.dp_audit import (audit_dchi, audit_encoding, boundary_direction, clopper_pearson, epsilon_bound,
                               max_certifiable_epsilon, pick_pairs)
 from privnlu.mechanisms.dchi import TokenSpace, m_rep, m_txt
 from privnlu.mechanisms.dp import calibrate

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from privnlu.experiments.pipeline import RunSpec, make_hider, with_scheme
+from privnlu.training.engine import RunSpec, make_hider, with_scheme
 from privnlu.mechanisms.dp import (NOT_DP, DPSettings, calibrate, clip_rows, paper_mechanism, scheme_name,
                                    theorem3_scale, theorem4_sigma)
 from privnlu.rng import SecretGenerator

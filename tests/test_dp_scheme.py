@@ -8,7 +8,7 @@ import torch
 from conftest import toy_glue_dir
 from privnlu.cli.main import main
 from privnlu.errors import PrivnluError
-from privnlu.experiments.pipeline import RunSpec, make_hider, with_scheme
+from privnlu.training.engine import RunSpec, make_hider, with_scheme
 from privnlu.mechanisms.dp import DPSettings, DPTextHide
 from privnlu.mechanisms.release import SharedPayload
 from privnlu.rng import SecretGenerator

@@ -13,7 +13,8 @@ from federated_helpers import InProcessGrid, ensure_task_identity
 from privnlu.errors import PrivnluError
 from privnlu.federated import FederatedConfig, TextHideFedSGD
 from privnlu.federated.client import make_client_app
-from privnlu.federated.dp import DPFedSGD, clip_gradient, epsilon_spent, noise_multiplier_for
+from privnlu.federated.dp import DPFedSGD, clip_gradient
+from privnlu.federated.dp_accounting import epsilon_spent, noise_multiplier_for
 from privnlu.federated.model import record_to_tensors, tensors_to_record
 from privnlu.federated.server import run_server
 from privnlu.federated.strategy import FedAvgTextHide

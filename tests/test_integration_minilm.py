@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from privnlu.experiments.pipeline import RunSpec, prepare, train_run, with_scheme
+from privnlu.training.engine import RunSpec, prepare, train_run, with_scheme
 from privnlu.models import load_encoder
 from privnlu.models.features import extract_features
 from privnlu.training import TrainConfig

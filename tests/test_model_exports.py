@@ -102,7 +102,7 @@ def test_dchi_card_records_mechanism_eta_guarantee_and_score(dchi_out, mode):
 def test_predict_on_a_dchi_null_run_reproduces_its_dev_score(dchi_out):
     """Null mode is deterministic: predict (clean token ids, the same scoring code) gives the recorded score."""
     from privnlu.data import get_task
-    from privnlu.predict import DchiPredictor, load
+    from privnlu.training.predict import DchiPredictor, load
 
     _, glue, out = dchi_out
     dev = get_task("sst2").load("dev", str(glue))
@@ -116,7 +116,7 @@ def test_predict_on_a_dchi_null_run_reproduces_its_dev_score(dchi_out):
 @pytest.mark.parametrize("stem", ["finetune_sst2_transformer_text_eta30", "finetune_sst2_transformer_token_eta30",
                                   "finetune_sst2_transformer_sequence_eta30", "finetune_sst2_bilstm_text_eta30"])
 def test_predict_privatizes_dchi_queries_as_the_dev_set_was(dchi_out, stem, capsys):
-    from privnlu.predict import load
+    from privnlu.training.predict import load
     from privnlu.rng import SecretGenerator
 
     _, _, out = dchi_out
@@ -194,7 +194,7 @@ def test_federated_run_exports_its_global_model_and_predict_applies_it(tiny_mode
     from privnlu.federated.client import make_client_app
     from privnlu.federated.config import FederatedConfig
     from privnlu.federated.server import run_server
-    from privnlu.predict import load
+    from privnlu.training.predict import load
 
     cfg = FederatedConfig(task="tweets", model=str(tiny_model), clients=2, rounds=2, m="4", k=2, batch_size=8,
                           train_limit=40, dev_limit=20, cache_dir=str(tmp_path / "cache"), seed=3, dropout=0.0,

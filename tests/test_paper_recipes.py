@@ -5,8 +5,8 @@ import pytest
 
 from conftest import toy_glue_dir
 from privnlu.experiments import huang2020, xie2022
-from privnlu.experiments.pipeline import RunSpec
-from privnlu.experiments.selection import holdout_split
+from privnlu.training.engine import RunSpec
+from privnlu.training.selection import holdout_split
 from privnlu.training import TrainConfig
 
 TINY = huang2020.Scale("test", None, None, 2, 8, (1e-3, 3e-3), (3e-5,), min_texthide_steps=30, max_length=16,
@@ -21,7 +21,7 @@ def base(tmp_path, tiny_model):
 
 
 def test_holdout_is_ten_percent_of_train_and_disjoint(base):
-    from privnlu.experiments.pipeline import prepare
+    from privnlu.training.engine import prepare
 
     prep = prepare(base, progress=False)
     split = holdout_split(prep)
@@ -50,7 +50,7 @@ def test_table1_selects_on_holdout_and_records_curves(tmp_path, base):
 
 def test_selection_reads_back_a_finished_candidate_and_resumes_the_next(tmp_path, base, monkeypatch):
     """An interrupted selection loses at most one epoch: finished candidates are kept beside the output."""
-    from privnlu.experiments import selection
+    from privnlu.training import selection
 
     calls = []
     real = selection.train_run
@@ -90,7 +90,7 @@ def test_xie2022_figure1_uses_the_unmasked_scheme_and_clean_queries(tmp_path, ba
 def test_xie2022_figure1_checkpoints_its_runs_and_completes_a_bare_record(tmp_path, base, monkeypatch):
     """Each run trains with a hidden checkpoint beside its record (an interrupted joint run resumes), and a record
     that train_run wrote just before an interruption (no recipe fields yet) is completed, not retrained."""
-    from privnlu.experiments import pipeline
+    from privnlu.training import engine as pipeline
 
     kw = dict(tasks=("sst2",), base=base, epsilons=(2.0,), mechanisms=("gaussian",), calibrations=("paper",),
               scale_name=TINY, progress=False)
@@ -214,7 +214,7 @@ def test_cli_reproduce_quick_and_bad_input(tmp_path, tiny_model, capsys):
 def test_baseline_gets_the_same_step_floor_as_texthide_when_the_scale_says_so(base):
     from dataclasses import replace
 
-    from privnlu.experiments.pipeline import with_scheme
+    from privnlu.training.engine import with_scheme
 
     matched = replace(TINY, min_baseline_steps=30)
     hide = with_scheme(base, m=256, k=4)

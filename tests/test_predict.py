@@ -1,5 +1,5 @@
 """Standard artefacts (issue 15, section 5): a train run's model in the Hugging Face layout, its model card, and
-``privnlu predict`` (CLI and ``privnlu.predict.load``)."""
+``privnlu predict`` (CLI and ``privnlu.training.predict.load``)."""
 
 import json
 import os
@@ -75,7 +75,7 @@ def test_frozen_run_saves_the_head_and_predicts_exactly_as_evaluated(baseline_ru
     reproduces the recorded dev score exactly."""
     from privnlu.data import get_task
     from privnlu.models.saving import load_head
-    from privnlu.predict import load
+    from privnlu.training.predict import load
 
     model_dir = baseline_run / "model"
     assert (model_dir / "head" / "config.json").is_file() and (model_dir / "head" / "model.safetensors").is_file()
@@ -98,7 +98,7 @@ def test_joint_run_saves_the_encoder_in_the_hugging_face_layout(env):
     from transformers import AutoModel, AutoTokenizer
 
     from privnlu.data import get_task
-    from privnlu.predict import load
+    from privnlu.training.predict import load
 
     run = train(env, "joint", "--mode", "joint", "--epochs", "1")
     model_dir = run / "model"
@@ -139,7 +139,7 @@ def test_card_records_the_scheme_and_no_local_path_or_key(texthide_run, env):
 
 
 def test_dp_card_and_keyless_dp_prediction(env, capsys):
-    from privnlu.predict import load
+    from privnlu.training.predict import load
     from privnlu.rng import SecretGenerator
 
     run = train(env, "dp", "--scheme", "dp", "--m", "0", "--k", "2", "--dp-epsilon", "8", "--epochs", "1")

@@ -9,7 +9,7 @@ import torch
 from privnlu.data import TextDataset
 from privnlu.data.tasks import get_task
 from privnlu.errors import PrivnluError
-from privnlu.experiments.pipeline import Prepared, RunSpec, train_run, with_scheme
+from privnlu.training.engine import Prepared, RunSpec, train_run, with_scheme
 from privnlu.models import load_encoder
 from privnlu.training import TrainConfig, soft_cross_entropy, task_loss
 

@@ -50,7 +50,7 @@ def test_seeded_run_resumes_exactly(tmp_path):
 
 
 def test_recipe_runs_resume_and_clean_up(tiny_model, toy_glue, monkeypatch):
-    from privnlu.experiments.pipeline import RunSpec, prepare, train_run, with_scheme
+    from privnlu.training.engine import RunSpec, prepare, train_run, with_scheme
     from privnlu.training import trainer
 
     spec = with_scheme(RunSpec(task="sst2", model=str(tiny_model), data_dir=str(toy_glue), mode="joint", max_length=16,

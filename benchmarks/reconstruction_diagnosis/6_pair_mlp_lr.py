@@ -15,7 +15,7 @@ import torch
 
 from privnlu.attacks.reconstruction import ReconstructionConfig, simulate_pairs, train_scorer
 from privnlu.attacks.reconstruction_paper import MLPConfig, pair_accuracy, train_pair_mlp
-from privnlu.experiments.pipeline import RunSpec, prepare
+from privnlu.training.engine import RunSpec, prepare
 from privnlu.rng import SecretGenerator
 
 task, k = sys.argv[1], int(sys.argv[2])

@@ -9,8 +9,8 @@ import json
 
 import torch
 
-from privnlu.experiments.pipeline import RunSpec, prepare
-from privnlu.experiments.xie2021 import select_examples
+from privnlu.training.engine import RunSpec, prepare
+from privnlu.attacks.reconstruction_sweep import select_examples
 
 out = {}
 for task, limit in (("cola", None), ("sst2", 20000)):

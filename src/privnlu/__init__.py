@@ -1,15 +1,17 @@
 """privnlu: privacy-preserving natural-language understanding.
 
-Data owners privatize text or its representations (:mod:`privnlu.mechanisms`),
+Data owners privatize text or its representations (:mod:`privnlu.schemes`),
 model builders train on the privatized data (:mod:`privnlu.training`,
 :mod:`privnlu.federated`), and auditors measure what leaks
-(:mod:`privnlu.attacks`).
+(:mod:`privnlu.attacks`, :mod:`privnlu.audit`).
 """
 
 import os as _os
 
+from .version import __version__
+
 # privnlu's packaged defaults are local folders, loaded with ``local_files_only=True``; importing privnlu does not
-# switch hub access off for the rest of the process (see models.encoder.load_encoder and docs/decisions.md).
+# switch hub access off for the rest of the process (see models.encoder.load_encoder).
 _os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-__version__ = "0.1.0"
+__all__ = ["__version__"]

@@ -165,7 +165,7 @@ def provenance() -> dict:
     depend on (None where not installed)."""
     from importlib import metadata
 
-    from . import __version__
+    from .version import __version__
 
     versions: dict[str, str | None] = {}
     for name in STAMPED_PACKAGES:

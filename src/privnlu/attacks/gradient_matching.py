@@ -214,9 +214,6 @@ def score(recovered: torch.Tensor, candidates: torch.Tensor, *, threshold: float
 
 # -- the Table 2 experiment ------------------------------------------------------
 
-from ..paper_values.huang2020_gradient import PAPER_TABLE2  # noqa: E402  (TextHide Table 2, kept for callers)
-
-
 VICTIMS = ("hidden", "input")
 # The paper's inputs are CIFAR-10 pixels in [0, 1] (DLG's ToTensor, no normalisation): per-entry variance about
 # 0.25^2 (the usual channel standard deviations are 0.247, 0.243, 0.261). The hidden-layer victim's MiniLM input

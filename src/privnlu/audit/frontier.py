@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..stats import clopper_pearson as interval
+
 
 #: re-identification ceilings (%) the recommendation answers for
 DEFAULT_CEILINGS = (1.0, 5.0, 20.0)
@@ -43,11 +45,9 @@ def pareto_front(points: Sequence[Point]) -> list[Point]:
 
 
 def clopper_pearson(hits: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact two-sided binomial interval for a rate ``hits / n``, in % (:func:`privnlu.dp_audit.clopper_pearson`)."""
+    """Exact two-sided binomial interval for a rate ``hits / n``, in % (:func:`privnlu.stats.clopper_pearson`)."""
     if n <= 0:
         return (0.0, 100.0)
-    from ..dp_audit import clopper_pearson as interval
-
     lo, hi = interval(hits, n, level)
     return (100 * float(lo), 100 * float(hi))
 

@@ -3,7 +3,7 @@
 For each grid point (:mod:`privnlu.audit.grid`) the audit measures
 
 * **utility**: the task's headline metric after training with the shared pipeline
-  (:func:`privnlu.experiments.pipeline.train_run`; frozen features by default);
+  (:func:`privnlu.training.engine.train_run`; frozen features by default);
 * **leakage**: the *sentence re-identification rate*. ``n`` private training sentences are released under the
   scheme; the attacker holds a candidate corpus of those ``n`` plus ``D`` distractor sentences (other training
   and dev sentences, then public Wikipedia sentences; no text twice) and names at most one candidate per
@@ -29,7 +29,7 @@ from typing import Callable, Iterator
 import torch
 from tqdm.auto import tqdm
 
-from .. import __version__
+from ..version import __version__
 from ..attacks.audit import Condition, reconstruction_audit
 from ..attacks.dchi_inversion import NearestNeighbourInversion
 from ..attacks.reconstruction import CLUSTERINGS, ReconstructionConfig
@@ -37,9 +37,9 @@ from ..attacks.search import SimilaritySearch
 from ..attacks.threat import SEARCH_THREAT, AttackerView, Corpus
 from ..data import metrics
 from ..errors import PrivnluError, require
-from ..experiments import qu2021
-from ..experiments.pipeline import Prepared, RunSpec, prepare, train_run, with_scheme
-from ..experiments.xie2021 import select_examples
+from ..attacks.dchi_analysis import calibrate_eta
+from ..training.engine import Prepared, RunSpec, prepare, train_run, with_scheme
+from ..attacks.reconstruction_sweep import select_examples
 from ..io import read_json, write_json_atomic
 from ..models.encoder import public_model_name
 from ..mechanisms.dchi import TokenSpace, privatized_positions
@@ -207,7 +207,7 @@ def calibrated_eta(ctx: Context, target: float) -> dict:
     ds = ctx.prep.train  # the audited training slice; every sentence has at least one token
     tokens = token_ids_of(ds.texts_a[: s.calibration_tokens], ctx.prep.encoder.tokenizer)[: s.calibration_tokens]
     with _stage(ctx, f"calibrating eta for token inversion {target:g}"):
-        rec = qu2021.calibrate_eta(ctx.space, tokens, target, ctx.rng())
+        rec = calibrate_eta(ctx.space, tokens, target, ctx.rng())
     rec["key"] = key
     write_json_atomic(path, rec)
     return rec

@@ -103,7 +103,7 @@ def _need_task(args: argparse.Namespace) -> None:
 
 
 def _prepare(args: argparse.Namespace, *, train_limit: int | None = None):
-    from ..experiments.pipeline import RunSpec, prepare
+    from ..training.engine import RunSpec, prepare
 
     register_attack_files(args)
     spec = RunSpec(task=args.task, model=args.model, pooling=args.pooling, data_dir=args.data_dir, cache_dir=args.cache_dir,
@@ -130,7 +130,7 @@ def _query_idx(n: int, queries: int, seed: int | None):
 
 
 def _record(args, attack: str, threat, prep, results: dict, t0: float, **extra) -> dict:
-    from .. import __version__
+    from ..version import __version__
     from ..models.encoder import public_model_name
 
     return {"kind": "attack", "attack": attack, "privnlu": __version__, "task": prep.task.name,
@@ -207,7 +207,7 @@ def run_invert(args: argparse.Namespace) -> int:
 
 
 def run_reconstruct(args: argparse.Namespace) -> int:
-    from ..experiments.xie2021 import reconstruction_record, reconstruction_sweep
+    from ..attacks.reconstruction_sweep import reconstruction_record, reconstruction_sweep
     from ..io import write_json_atomic
 
     methods, config = reconstruction_settings(args, args.encodings_per_example)

@@ -89,7 +89,7 @@ def _task_and_prep(args: argparse.Namespace, payload: SharedPayload):
 
 
 def _record(args, attack: str, threat, prep, payload: SharedPayload, t0: float, **extra) -> dict:
-    from .. import __version__
+    from ..version import __version__
     from ..models.encoder import public_model_name
 
     public = {k: payload.meta.get(k) for k in ("m", "k", "epochs", "n_examples", "inter", "task", "split", "encoder")}

@@ -15,7 +15,7 @@ from ..choices import EVAL_MASKS, parse_m
 from ..errors import PrivnluError
 
 if TYPE_CHECKING:
-    from ..experiments.pipeline import RunSpec
+    from ..training.engine import RunSpec
     from ..training import TrainConfig
 
 
@@ -163,7 +163,7 @@ def register_user_files(args: argparse.Namespace) -> None:
 
 
 def run_spec(args: argparse.Namespace, **override) -> RunSpec:
-    from ..experiments.pipeline import RunSpec
+    from ..training.engine import RunSpec
 
     register_user_files(args)
     scheme = override.pop("scheme", getattr(args, "scheme", "none"))

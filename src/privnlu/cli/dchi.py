@@ -69,7 +69,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         raise PrivnluError(f"--target must be in (0, 1), not {args.target}")
     if len(args.eta_range) != 2 or not args.eta_range[0] < args.eta_range[1]:
         raise PrivnluError("--eta-range must be two increasing positive numbers, e.g. 1,100000")
-    from ..experiments import qu2021
+    from ..attacks import dchi_analysis
     from ..io import write_json_atomic
     from ..mechanisms.dchi import load_token_space
 
@@ -78,8 +78,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if args.tokens == "vocab":
         tokens = space.regular_ids[rng.choice(len(space.regular_ids), min(args.max_tokens, len(space.regular_ids)))]
     else:
-        tokens = qu2021.dataset_tokens(args.tokens, args.split, tokenizer=tok, data_dir=args.data_dir, limit=args.max_tokens)
-    rec = qu2021.calibrate_eta(space, tokens, args.target, rng, eta_range=tuple(args.eta_range))
+        tokens = dchi_analysis.dataset_tokens(args.tokens, args.split, tokenizer=tok, data_dir=args.data_dir, limit=args.max_tokens)
+    rec = dchi_analysis.calibrate_eta(space, tokens, args.target, rng, eta_range=tuple(args.eta_range))
     rec.update(model=args.model or "packaged MiniLM", tokens_from=args.tokens)
     if args.out:
         write_json_atomic(args.out, rec)
@@ -89,23 +89,23 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    from ..experiments import qu2021
+    from ..attacks import dchi_analysis
     from ..io import write_json_atomic
     from ..mechanisms.dchi import load_token_space
 
     require_choice("analysis", args.analysis, ANALYSES)
-    qu2021.check_etas((args.eta,))
+    dchi_analysis.check_etas((args.eta,))
     rng = _rng(args)
     space, tok = load_token_space(args.model)
     if args.analysis == "geometry":
-        rec = qu2021.geometry(space, args.etas, rng, sample=args.sample)
+        rec = dchi_analysis.geometry(space, args.etas, rng, sample=args.sample)
     elif args.analysis == "examples":
-        rec = qu2021.examples(space, tok, args.etas, rng, top_eta=args.eta, draws=args.draws)
+        rec = dchi_analysis.examples(space, tok, args.etas, rng, top_eta=args.eta, draws=args.draws)
     elif args.analysis == "deniability":
-        rec = qu2021.deniability(space, args.eta, rng, draws=args.draws, sample=args.sample)
+        rec = dchi_analysis.deniability(space, args.eta, rng, draws=args.draws, sample=args.sample)
     else:
-        tokens = qu2021.dataset_tokens(args.task, "dev", tokenizer=tok, data_dir=args.data_dir, limit=args.max_tokens)
-        rec = qu2021.inversion(space, tokens, args.etas, rng, task=args.task)
+        tokens = dchi_analysis.dataset_tokens(args.task, "dev", tokenizer=tok, data_dir=args.data_dir, limit=args.max_tokens)
+        rec = dchi_analysis.inversion(space, tokens, args.etas, rng, task=args.task)
     rec["model"] = args.model or "packaged MiniLM"
     write_json_atomic(Path(args.out), rec)
     say(f"wrote {args.out}")

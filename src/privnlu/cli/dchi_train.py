@@ -100,14 +100,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_finetune(args: argparse.Namespace) -> int:
-    from ..experiments import qu2021
     from ..io import write_json_atomic
     from ..models.saving import export_dchi_model
     from ..rng import SecretGenerator
     from ..training import private_finetune as pf
 
     if args.lr is None:
-        args.lr = qu2021.paper_lr(args.task)
+        args.lr = pf.paper_lr(args.task)
     configs, skipped = [], False
     for mode in args.modes:  # mode, eta outermost: all encoders of a (mode, eta) share one privatized copy
         for eta in ([None] if mode == "null" else args.etas):
@@ -146,7 +145,7 @@ def run_finetune(args: argparse.Namespace) -> int:
         rec = res.record
         rec["tag"] = args.tag
         rec["settings"] = _settings(args, config)
-        rec["budget"] = qu2021.budget(rec["train_size"], config.batch_size, config.epochs)
+        rec["budget"] = pf.budget(rec["train_size"], config.batch_size, config.epochs)
         rec["equal_budget"] = args.lstm_epochs in (None, args.epochs) and args.sequence_epochs in (None, args.epochs)
         # the model folder first, the results JSON last (a JSON means the run, and its model, are complete)
         export_dchi_model(out / path.stem, record=rec, model=res.model, encoder=prep.encoder,

@@ -23,11 +23,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..experiments.demo import run_demo
+    from dataclasses import replace
+
+    from ..audit import DEMO, run_audit
+    from ..report import build_report
 
     warn_seed(args)
     t0 = time.time()
-    page = run_demo(Path(args.out), task=args.task, model=args.model, epochs=args.epochs, train_limit=args.train_limit,
-                    data_dir=args.data_dir, cache_dir=args.cache_dir, seed=args.seed, progress=not args.quiet, log=say)
+    out = Path(args.out)
+    settings = replace(DEMO, task=args.task, model=args.model, epochs=args.epochs,
+                       train_limit=args.train_limit or DEMO.train_limit, data_dir=args.data_dir, cache_dir=args.cache_dir,
+                       seed=args.seed)
+    run_audit(settings, out, progress=not args.quiet, log=say)
+    page = build_report([out / "points"], out / "report", title=f"privnlu demo: which privatization for {args.task}, at what cost")
     say(f"demo finished in {time.time() - t0:.0f} s; report: {page.resolve()}")
     return 0

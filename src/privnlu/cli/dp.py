@@ -82,7 +82,7 @@ def _calibrate(args: argparse.Namespace, dim: int):
 def run_account(args: argparse.Namespace) -> int:
     if args.ledger:
         return run_ledger(args)
-    from .. import __version__
+    from ..version import __version__
     from ..io import json_text, write_json_atomic
 
     cal = _calibrate(args, args.dim)
@@ -111,7 +111,7 @@ def run_ledger(args: argparse.Namespace) -> int:
     """``dp account --ledger FILE``: set the budget (if asked) and compose every recorded release per dataset."""
     from pathlib import Path
 
-    from .. import __version__
+    from ..version import __version__
     from ..errors import require
     from ..io import json_text, write_json_atomic
     from ..ledger import Ledger
@@ -142,7 +142,7 @@ def run_ledger(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- privnlu dp audit (empirical DP audit, privnlu.dp_audit) ------------------------
+# -- privnlu dp audit (empirical DP audit, privnlu.attacks.dp_audit) ------------------------
 #: --dchi-mechanism -> the mechanism dp_audit.audit_dchi draws, and the name the record gives it
 AUDIT_DCHI = {"rep": ("rep", "dchi-rep"), "text": ("txt", "dchi-txt")}
 
@@ -181,7 +181,7 @@ def _register_audit(sub) -> None:
 
 
 def run_audit(args: argparse.Namespace) -> int:
-    from .. import __version__
+    from ..version import __version__
     from ..errors import require
     from ..io import write_json_atomic
     from ..rng import SecretGenerator
@@ -204,7 +204,7 @@ def run_audit(args: argparse.Namespace) -> int:
     rng = SecretGenerator(args.seed, warn=False)
     from tqdm.auto import tqdm
 
-    from .. import dp_audit
+    from ..attacks import dp_audit
 
     total = 2 * draws * (args.pairs if dchi else 1)
     with tqdm(total=total, disable=args.quiet, desc="dp audit", unit="draw") as bar:

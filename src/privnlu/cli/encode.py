@@ -52,7 +52,7 @@ def check_split(task_name: str, split: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..experiments.pipeline import load_splits, make_hider, prepare, split_release
+    from ..training.engine import load_splits, make_hider, prepare, split_release
     from ..io import SECRET_MODE, atomic_paths
     from ..mechanisms.release import hide_dataset
     from ..mechanisms.texthide import m_label

@@ -19,6 +19,7 @@ import sys
 import warnings
 
 from ..errors import PrivnluError
+from ..version import __version__
 from .options import check_outputs, finalize
 
 #: command path -> (module under privnlu.cli that registers it, its one-line help), in the order ``--help`` lists
@@ -103,7 +104,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         f"{old} (now {new})" for old, new in DEPRECATED.items())
     parser = OneLineParser(prog="privnlu", epilog=epilog,
                            description="Privacy-preserving NLU: TextHide, attacks, DP encoding, d_chi-privacy.")
-    parser.add_argument("--version", action="version", version=f"privnlu {__import__('privnlu').__version__}")
+    parser.add_argument("--version", action="version", version=f"privnlu {__version__}")
     subs = {"": parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)}
     subs[""].required = True
     chosen = COMMANDS[command][0] if command in COMMANDS else None

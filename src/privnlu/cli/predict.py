@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     texts, pairs = read_inputs(args)
 
     from ..io import write_text_atomic
-    from ..predict import load
+    from ..training.predict import load
 
     model = load(args.run, key=args.key, model=args.model, device=args.device)
     texts, pairs = model.check_inputs(texts, pairs)

@@ -122,7 +122,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..experiments.pipeline import RunSpec
+    from ..training.engine import RunSpec
     from ..training import TrainConfig
 
     warn_seed(args)

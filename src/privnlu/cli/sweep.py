@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..experiments.sweep import run_sweep
+    from ..training.sweep import run_sweep
 
     warn_seed(args)
     if args.mode != "frozen":

@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..experiments.pipeline import prepare, train_run
+    from ..training.engine import prepare, train_run
 
     warn_seed(args)
     spec = run_spec(args)

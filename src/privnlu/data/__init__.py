@@ -2,7 +2,8 @@
 
 from .dataset import TextDataset
 from .generic import load_table
-from .tasks import TASKS, TaskSpec, get_task, glue_data_available, load_public_corpus, register_task, resolve_data_dir
+from .public import load_public_corpus
+from .tasks import TASKS, TaskSpec, get_task, glue_data_available, register_task, resolve_data_dir
 
 __all__ = [
     "TASKS", "TaskSpec", "TextDataset", "get_task", "glue_data_available", "load_public_corpus",

@@ -158,37 +158,3 @@ def bbc_sentences() -> tuple[str, ...]:
                     seen.add(sent)
                     out.append(sent)
     return tuple(out)
-
-
-def qnli_dev_sentences(data_dir: str | None = None) -> list[str]:
-    """Questions and sentences of GLUE QNLI dev, deduplicated (labels dropped). Needs the GLUE data folder."""
-    from .tasks import get_task
-
-    ds = get_task("qnli").load("dev", data_dir)
-    seen: set[str] = set()
-    out = []
-    for t in list(ds.texts_a) + list(ds.texts_b or []):
-        if t not in seen:
-            seen.add(t)
-            out.append(t)
-    return out
-
-
-def load_public(name: str, limit: int | None = None, data_dir: str | None = None) -> TextDataset:
-    """A public corpus by name: ``wiki``, ``tweets`` (texts only), ``bbc`` (sentences), ``qnli-dev`` or ``mixed``
-    (all four, interleaved by a fixed public permutation)."""
-    if name == "wiki":
-        return load_wiki("all", limit=limit)
-    if name == "tweets":
-        return _unlabelled("tweets", _shuffled(list(_tweets()[0])), limit)
-    if name == "bbc":
-        return _unlabelled("bbc", _shuffled(list(bbc_sentences())), limit)
-    if name == "qnli-dev":
-        return _unlabelled("qnli-dev", _shuffled(qnli_dev_sentences(data_dir)), limit)
-    if name == "mixed":
-        texts = list(wiki_sentences()) + list(_tweets()[0]) + list(bbc_sentences()) + qnli_dev_sentences(data_dir)
-        return _unlabelled("mixed", _shuffled(list(dict.fromkeys(texts))), limit)
-    raise PrivnluError(f"unknown public corpus '{name}'")
-
-
-PUBLIC_NAMES = ("wiki", "tweets", "bbc", "qnli-dev", "mixed")

@@ -15,7 +15,7 @@ from typing import Callable
 
 from ..errors import PrivnluError
 from . import embedded
-from .dataset import TextDataset, read_utf8
+from .dataset import TextDataset
 from .glue import GlueLayout, read_glue_split
 
 
@@ -167,23 +167,3 @@ def get_task(name: str) -> TaskSpec:
         if key == spec.name or key in spec.aliases:
             return spec
     raise PrivnluError(f"unknown task '{name}'; choose one of: {', '.join(TASKS)}")
-
-
-PUBLIC_CORPORA: dict[str, Callable[[int | None], TextDataset]] = {
-    "wiki": lambda limit: embedded.load_wiki("all", limit=limit),
-    **{n: (lambda limit, n=n: embedded.load_public(n, limit)) for n in embedded.PUBLIC_NAMES if n != "wiki"},
-}
-
-
-def load_public_corpus(name: str, limit: int | None = None) -> TextDataset:
-    """An unlabelled public corpus (``wiki``) or a text file with one sentence per line."""
-    if name in PUBLIC_CORPORA:
-        return PUBLIC_CORPORA[name](limit)
-    path = Path(name)
-    if not path.is_file():
-        raise PrivnluError(f"unknown public corpus '{name}': use {', '.join(PUBLIC_CORPORA)} or a text file with one sentence per line")
-    lines = [ln.strip() for ln in read_utf8(path).splitlines() if ln.strip()]
-    if not lines:
-        raise PrivnluError(f"{path}: the public corpus is empty")
-    lines = lines[:limit] if limit else lines
-    return TextDataset(name=path.stem, split="all", texts_a=lines, labels=[0] * len(lines), label_names=("unlabelled",))

@@ -24,9 +24,9 @@ from ..errors import require, require_choice
 from ..io import read_json, write_json_atomic
 from ..paper_values.huang2020 import TABLE1_DEFAULT_POINT, TABLE1_POINT
 from ..training import TrainConfig
-from .pipeline import RunSpec, with_scheme
-from .selection import prepare_head as prepare
-from .selection import select_and_run
+from ..training.engine import RunSpec, with_scheme
+from ..training.selection import prepare_head as prepare
+from ..training.selection import select_and_run
 
 TABLE1_TASKS = ("sst2", "cola", "mrpc", "stsb", "rte")
 SWEEP_M = (0, 1, 16, 64, 256, 1024, float("inf"))

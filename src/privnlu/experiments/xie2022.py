@@ -26,9 +26,9 @@ from pathlib import Path
 from ..io import read_json, write_json_atomic
 from ..mechanisms.dp import CALIBRATIONS, MECHANISMS, PAPER_EPSILONS, DPSettings, scheme_name
 from .huang2020 import Scale, base_spec, scale
-from .pipeline import RunSpec, train_run, with_scheme
-from .selection import majority
-from .selection import prepare_head as prepare
+from ..training.engine import RunSpec, train_run, with_scheme
+from ..training.selection import majority
+from ..training.selection import prepare_head as prepare
 from .xie2021 import run_release
 
 FIGURE1_TASKS = ("sst2", "cola")

@@ -9,8 +9,8 @@
 """
 
 from .config import FederatedConfig, client_pool_sizes
-from .strategy import FedAvgTextHide, TextHideFedSGD, make_strategy
+from .strategy import FedAvgTextHide, TextHideFedSGD
 from .wire import RecordingGrid, WireLog, load_capture
 
 __all__ = ["FedAvgTextHide", "FederatedConfig", "RecordingGrid", "TextHideFedSGD", "WireLog", "client_pool_sizes",
-           "load_capture", "make_strategy"]
+           "load_capture"]

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from flwr.app import ConfigRecord, Context, MetricRecord
 from flwr.serverapp import Grid, ServerApp
 
-from .. import __version__
+from ..version import __version__
 from ..errors import PrivnluError
 from ..io import SECRET_MODE, torch_save_atomic, write_json_atomic
 from ..models import config_summary, extract_features
@@ -30,8 +30,10 @@ from ..training.trainer import evaluate
 from .config import FederatedConfig, client_pool_sizes
 from .data import cached_features, labels_tensor, load_dev, load_train
 from .model import build_model, load_config_encoder
+from ..rng import SecretGenerator
 from .dp import DPFedSGD
-from .strategy import make_strategy
+from .secagg import SecAggFedSGD
+from .strategy import FedAvgTextHide, ResumableRounds, TextHideFedSGD
 from .wire import WIRE_FILE, RecordingGrid, WireLog
 
 CHECKPOINT = "checkpoint.pt"
@@ -46,6 +48,28 @@ def _resume_key(cfg: FederatedConfig) -> dict:
     d.pop("eval_every")
     d.pop("checkpoint_every")
     return d
+
+
+def make_strategy(cfg: FederatedConfig, initial: dict[str, torch.Tensor]) -> ResumableRounds | DPFedSGD:
+    """The strategy for ``cfg``: FedSGD (Algorithm 2) or FedAvg, with secure aggregation and client-level DP
+    wrapped around it where asked; no client-side evaluation rounds."""
+    client_eval = cfg.eval_mask == "pool" and cfg.scheme == "texthide" and cfg.eval_every > 0
+    common = dict(fraction_train=cfg.fraction_train, fraction_evaluate=1.0 if client_eval else 0.0, min_train_nodes=1,
+                  min_evaluate_nodes=1, min_available_nodes=cfg.min_available)
+    strategy: ResumableRounds
+    if cfg.algorithm == "fedsgd":
+        fedsgd: type[TextHideFedSGD] = SecAggFedSGD if cfg.secagg else TextHideFedSGD
+        strategy = fedsgd(initial=initial, lr=cfg.lr, encoder_lr=cfg.encoder_lr, optimizer=cfg.server_optimizer,
+                          **common)
+    else:
+        strategy = FedAvgTextHide(**common)
+    strategy.eval_every, strategy.total_rounds = cfg.eval_every, cfg.rounds
+    if cfg.dp_clip:
+        seed = cfg.experiment_seed
+        rng = SecretGenerator(None if seed is None else seed * 7919 + 104_729, warn=False)
+        return DPFedSGD(strategy, noise_multiplier=cfg.dp_noise_multiplier, clipping_norm=cfg.dp_clip,  # type: ignore[arg-type]
+                        num_sampled_clients=cfg.sampled_clients, delta=cfg.dp_delta, rng=rng)
+    return strategy
 
 
 def run_server(grid: Grid, cfg: FederatedConfig, *, out: Path | None, resume: bool = False,

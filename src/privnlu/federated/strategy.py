@@ -28,7 +28,6 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedAvg
 
-from .config import FederatedConfig
 from .model import record_to_tensors, tensors_to_record
 
 
@@ -126,32 +125,3 @@ class TextHideFedSGD(ResumableRounds, FedAvg):
             for n, p in self.params.items():
                 p.copy_(state["params"][n])
         self.optimizer.load_state_dict(state["optimizer"])
-
-
-def make_strategy(cfg: FederatedConfig, initial: dict[str, torch.Tensor]) -> ResumableRounds:
-    """The strategy for ``cfg``: FedSGD (Algorithm 2) or FedAvg; no client-side evaluation rounds."""
-    client_eval = cfg.eval_mask == "pool" and cfg.scheme == "texthide" and cfg.eval_every > 0
-    common = dict(fraction_train=cfg.fraction_train, fraction_evaluate=1.0 if client_eval else 0.0, min_train_nodes=1,
-                  min_evaluate_nodes=1, min_available_nodes=cfg.min_available)
-    strategy: ResumableRounds
-    if cfg.algorithm == "fedsgd":
-        if cfg.secagg:
-            from .secagg import SecAggFedSGD
-
-            fedsgd: type[TextHideFedSGD] = SecAggFedSGD
-        else:
-            fedsgd = TextHideFedSGD
-        strategy = fedsgd(initial=initial, lr=cfg.lr, encoder_lr=cfg.encoder_lr, optimizer=cfg.server_optimizer,
-                                  **common)
-    else:
-        strategy = FedAvgTextHide(**common)
-    strategy.eval_every, strategy.total_rounds = cfg.eval_every, cfg.rounds
-    if cfg.dp_clip:
-        from ..rng import SecretGenerator
-        from .dp import DPFedSGD
-
-        seed = cfg.experiment_seed
-        rng = SecretGenerator(None if seed is None else seed * 7919 + 104_729, warn=False)
-        return DPFedSGD(strategy, noise_multiplier=cfg.dp_noise_multiplier, clipping_norm=cfg.dp_clip,  # type: ignore[arg-type]
-                        num_sampled_clients=cfg.sampled_clients, delta=cfg.dp_delta, rng=rng)
-    return strategy

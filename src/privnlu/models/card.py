@@ -138,7 +138,7 @@ def _scores(evals: dict) -> str:
 
 
 def _use(pipeline: dict, key: bool = False, run: str = "RUN_FOLDER") -> list[str]:
-    """The card's "Use" section: ``privnlu predict`` and ``privnlu.predict.load``."""
+    """The card's "Use" section: ``privnlu predict`` and ``privnlu.training.predict.load``."""
     pair = pipeline["task"]["pair"]
     return [
         "## Use",
@@ -149,7 +149,7 @@ def _use(pipeline: dict, key: bool = False, run: str = "RUN_FOLDER") -> list[str
         "```",
         "",
         "```python",
-        "from privnlu.predict import load",
+        "from privnlu.training.predict import load",
         f'model = load("{run}"' + (', key="KEY_FILE"' if key else "") + ")",
         "model.predict([\"a sentence\"])",
         "```",
@@ -472,7 +472,7 @@ def pretrain_card(record: dict, origin: dict) -> str:
     encoder as :func:`privnlu.models.saving.encoder_origin` names it."""
     from pathlib import Path
 
-    from .. import __version__
+    from ..version import __version__
 
     corpus = record["corpus"] if record["corpus"] == "wiki" else Path(str(record["corpus"])).name
     ev = record["evals"]

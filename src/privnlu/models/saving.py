@@ -10,7 +10,7 @@
   run keeps the public encoder unchanged and names it (hub id, packaged default or folder name) with its
   fingerprint instead of copying it;
 * ``privnlu.json``: how to apply the model (task and labels, encoder, pooling, max length, privacy scheme and how a
-  query is encoded), read by :mod:`privnlu.predict`;
+  query is encoded), read by :mod:`privnlu.training.predict`;
 * ``README.md``: the model card (:mod:`privnlu.models.card`).
 
 The same writer (:func:`write_model_folder`) serves ``privnlu federated`` (``<out>/model/``, the global model:
@@ -36,7 +36,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from .. import __version__
+from ..version import __version__
 from ..errors import PrivnluError
 from ..io import atomic_dir, read_json
 from .encoder import HUB_ID, SentenceEncoder, model_fingerprint
@@ -207,7 +207,7 @@ def export_run_model(
 ) -> Path:
     """Write a trained run's model folder ``dest`` atomically (see the module docstring); returns ``dest``.
 
-    ``record`` is the run's results record (:func:`privnlu.experiments.pipeline.train_run`); ``key_masks`` the
+    ``record`` is the run's results record (:func:`privnlu.training.engine.train_run`); ``key_masks`` the
     mask pool (only its check is written).
     """
     from .card import model_card

@@ -11,10 +11,22 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from .. import __version__
+from ..version import __version__
 from ..errors import PrivnluError
 from ..io import write_text_atomic
 from .registry import SECTIONS, Context, plural
+
+#: one module per feature area; each registers its sections when imported (see :mod:`.registry`)
+SECTION_MODULES = ("audit_sections", "texthide_sections", "attack_sections", "dp_sections", "dp_attack_sections",
+                   "dchi_sections", "dchi_training_sections", "federated_sections")
+
+
+def load_sections() -> None:
+    """Import every section module (each registers its sections)."""
+    import importlib
+
+    for name in SECTION_MODULES:
+        importlib.import_module(f"{__package__}.{name}")
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.4}
 table{border-collapse:collapse;margin:1em 0;font-size:.92em}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;
@@ -83,8 +95,6 @@ def _render_all(records: list[dict], render) -> tuple[list, list[dict]]:
     """``render(section, records)`` for every section; a record that makes a section fail (a missing field, a
     wrong type) is left out of the whole report with a one-line warning naming its file, and the sections are
     rendered again without it. Returns the non-empty outputs in section order, and the records used."""
-    from . import load_sections
-
     load_sections()
     records = list(records)
     while True:
@@ -104,8 +114,6 @@ def _render_all(records: list[dict], render) -> tuple[list, list[dict]]:
 
 
 def _fails(render, rec: dict) -> bool:
-    from . import load_sections
-
     load_sections()
     try:
         for sec in SECTIONS.values():

@@ -6,6 +6,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+from ..stats import paired_t_test
 from .registry import Context, md_table, section, table
 
 
@@ -123,7 +124,6 @@ T45_NOTE = ("Accuracy (fraction, as the paper prints it), mean over seeds; runs 
 
 
 def _table45_rows(records: list[dict]) -> list[list[object]]:
-    from ..experiments.qu2021 import table45
     from ..paper_values import compare_cells
     from ..paper_values.qu2021 import finetune as paper_cell
 
@@ -171,7 +171,6 @@ def _pretrain_gains(records: list[dict]) -> dict[tuple, list[tuple[float, float]
 
 
 def _gain_rows(pairs: dict[tuple, list[tuple[float, float]]]) -> list[list[object]]:
-    from ..experiments.qu2021 import paired_t_test
 
     rows = []
     for (task, mode, eta, obj, steps), ab in pairs.items():
@@ -209,3 +208,47 @@ def dchi_pretrain_gain(records: list[dict], ctx: Context) -> str | None:
     ax.legend(fontsize=6)
     return (ctx.figure(fig, "dchi_pretrain_gain", "paired fine-tuning gain against pretraining steps")
             + table(GAIN_HEADERS, _gain_rows(pairs)))
+
+
+def table45(records: list[dict]) -> list[dict]:
+    """Tables 4-5 from fine-tuning records (kind ``dchi_finetune``) of several seeds: per (task, tag, encoder,
+    mode, eta) the mean accuracy over seeds, and the paper's paired comparisons with their p-values:
+    text vs token (same encoder; the paper's Delta 1 / Delta 3) and transformer vs BiLSTM (same mode)."""
+    from collections import defaultdict
+
+    by: dict[tuple, dict[int, float]] = defaultdict(dict)
+    floor: dict[str, float] = {}  # task -> the dev accuracy of the majority class (records since session 10)
+    for r in records:
+        if r.get("kind") != "dchi_finetune" or r.get("seed") is None:
+            continue
+        acc = r["metrics"].get("accuracy", r["score"])
+        by[(r["task"], r.get("tag") or "", r["encoder"], r["mode"], r["eta"])][int(r["seed"])] = float(acc)
+        if (r.get("majority") or {}).get("accuracy") is not None:
+            floor[r["task"]] = r["majority"]["accuracy"] / 100
+    rows = []
+    for (task, tag, enc, mode, eta), seeds in sorted(by.items(), key=lambda kv: (kv[0][:4], kv[0][4] or 0.0)):
+        row = {"task": task, "tag": tag, "encoder": enc, "mode": mode, "eta": eta, "seeds": sorted(seeds),
+               "mean": sum(seeds.values()) / len(seeds), "majority": floor.get(task)}
+        other_enc = "bilstm" if enc == "transformer" else "transformer"
+        for name, other in (("vs_token", (task, tag, enc, "token", eta)),
+                            ("vs_other_encoder", (task, tag, other_enc, mode, eta))):
+            if other == (task, tag, enc, mode, eta) or other not in by:
+                continue
+            common = sorted(set(seeds) & set(by[other]))
+            if len(common) >= 2:
+                row[name] = paired_t_test([seeds[s] for s in common], [by[other][s] for s in common])
+        # "BERT is less robust than BiLSTM": each encoder's drop from its own Null Privacy run, paired by seed
+        mine = _drops(by, (task, tag, enc, mode, eta))
+        theirs = _drops(by, (task, tag, other_enc, mode, eta))
+        common = sorted(set(mine) & set(theirs))
+        if mode != "null" and len(common) >= 2:
+            row["drop_vs_other_encoder"] = paired_t_test([mine[s] for s in common], [theirs[s] for s in common])
+        rows.append(row)
+    return rows
+
+
+def _drops(by: dict, key: tuple) -> dict[int, float]:
+    """Per seed, the Null-privacy accuracy of the same (task, tag, encoder) minus this run's: the cost of privacy."""
+    task, tag, enc, _, _ = key
+    null, runs = by.get((task, tag, enc, "null", None), {}), by.get(key, {})
+    return {s: null[s] - runs[s] for s in set(null) & set(runs)}

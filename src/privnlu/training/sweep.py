@@ -15,7 +15,7 @@ from pathlib import Path
 from ..errors import PrivnluError
 from ..io import json_text, read_json, write_json_atomic
 from ..mechanisms.texthide import check_k
-from .pipeline import RunSpec, grid_label, prepare, train_run, with_scheme
+from .engine import RunSpec, grid_label, prepare, train_run, with_scheme
 
 
 def run_sweep(base: RunSpec, m_grid: list[float], k_grid: list[int], out: Path, *, inter: bool = False,

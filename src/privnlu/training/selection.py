@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..io import read_json, write_json_atomic
-from .pipeline import Prepared, RunSpec, train_run
+from .engine import Prepared, RunSpec, train_run
 
 HOLDOUT_FRACTION = 0.1
 HOLDOUT_SEED = 20201116  # public; fixes which 10 % is held out
@@ -115,7 +115,7 @@ FEATURE_CACHE_LIMIT = 20000
 def prepare_head(spec, *, progress: bool = True, encoder=None) -> Prepared:
     """:func:`~.pipeline.prepare`, but in frozen mode a ``train_limit`` below :data:`FEATURE_CACHE_LIMIT` takes the
     first rows of the cached ``FEATURE_CACHE_LIMIT``-example features (the same examples, computed once)."""
-    from .pipeline import prepare
+    from .engine import prepare
 
     n = spec.train_limit
     if spec.mode != "frozen" or n is None or n >= FEATURE_CACHE_LIMIT:

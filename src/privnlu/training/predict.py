@@ -1,6 +1,6 @@
 """Apply a trained run to new text.
 
->>> from privnlu.predict import load
+>>> from privnlu.training.predict import load
 >>> model = load("runs/train/sst2-texthide-intra-m256-k4")          # doctest: +SKIP
 >>> model.predict(["a gripping, beautifully acted film"])           # doctest: +SKIP
 [{'text': 'a gripping, beautifully acted film', 'prediction': '1', 'label_id': 1, 'probability': 0.93}]
@@ -32,17 +32,17 @@ from typing import TYPE_CHECKING, Sequence
 import torch
 from torch import nn
 
-from .errors import PrivnluError
-from .io import read_json
-from .mechanisms.dp import DPTextHide, make_mechanism
-from .mechanisms.texthide import MaskPool, TextHide, parse_m
-from .models.encoder import SentenceEncoder, load_encoder
-from .models.features import extract_features
-from .models.saving import HEAD_DIR, PIPELINE_FILE, key_check, load_head, read_pipeline
-from .rng import SecretGenerator
+from ..errors import PrivnluError
+from ..io import read_json
+from ..mechanisms.dp import DPTextHide, make_mechanism
+from ..mechanisms.texthide import MaskPool, TextHide, parse_m
+from ..models.encoder import SentenceEncoder, load_encoder
+from ..models.features import extract_features
+from ..models.saving import HEAD_DIR, PIPELINE_FILE, key_check, load_head, read_pipeline
+from ..rng import SecretGenerator
 
 if TYPE_CHECKING:
-    from .mechanisms.dchi import TokenSpace
+    from ..mechanisms.dchi import TokenSpace
 
 KEY_FILE = "key.pt"
 
@@ -315,7 +315,7 @@ class DchiPredictor(Predictor):
     @torch.no_grad()
     def logits(self, texts: Sequence[str], pairs: Sequence[str] | None = None, *, batch_size: int = 128,
                progress: bool = False) -> torch.Tensor:
-        from .training import private_finetune as pf
+        from . import private_finetune as pf
 
         texts, pairs = self.check_inputs(texts, pairs)
         if not texts:
@@ -333,9 +333,9 @@ class DchiPredictor(Predictor):
 def _load_dchi(pipeline: dict, model_dir: Path, run_dir: Path | None, model: str | Path | None, device: str,
                rng: SecretGenerator) -> DchiPredictor:
     """A ``dchi finetune`` model folder (see :func:`privnlu.models.saving.export_dchi_model`)."""
-    from .mechanisms.dchi import TokenSpace
-    from .models.saving import BILSTM_DIR, load_bilstm
-    from .training.private_finetune import Classifier
+    from ..mechanisms.dchi import TokenSpace
+    from ..models.saving import BILSTM_DIR, load_bilstm
+    from .private_finetune import Classifier
 
     enc, d = pipeline["encoder"], pipeline["dchi"]
     head = load_head(model_dir / HEAD_DIR, device=device)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from .. import __version__
+from ..version import __version__
 from ..data import TextDataset, get_task, load_public_corpus
 from ..data.tasks import TaskSpec
 from ..errors import PrivnluError, require_at_least_one, require_choice
@@ -29,8 +29,9 @@ from ..models.encoder import SentenceEncoder, resolve_pooling
 from ..models.features import extract_features
 from ..models.precision import autocast, resolve_bf16
 from ..rng import SecretGenerator
-from ..training import TrainConfig, fit, targets_from_labels
-from ..training.batching import pad
+from .trainer import TrainConfig, fit
+from .losses import targets_from_labels
+from .batching import pad
 
 SCHEMES = ("none", "texthide", "dp")
 #: the subfolder of a train run that holds its model in the Hugging Face layout (models.saving)

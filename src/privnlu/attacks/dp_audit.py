@@ -46,23 +46,12 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .errors import require, require_choice
-from .rng import SecretGenerator
+from ..errors import require, require_choice
+from ..rng import SecretGenerator
+from ..stats import CONFIDENCE, clopper_pearson
 
-CONFIDENCE = 0.95
 SELECTION_CONFIDENCE = 0.999  # for choosing the threshold on the first half only
 DCHI_MECHANISMS = ("rep", "txt")
-
-
-def clopper_pearson(k: np.ndarray | int, n: int, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
-    """Two-sided Clopper-Pearson interval for ``k`` successes in ``n`` trials (vectorised; scipy beta quantiles)."""
-    from scipy.stats import beta
-
-    k = np.asarray(k, dtype=np.float64)
-    a = (1 - confidence) / 2
-    lo = np.where(k > 0, beta.ppf(a, np.maximum(k, 1e-300), n - k + 1), 0.0)
-    hi = np.where(k < n, beta.ppf(1 - a, k + 1, np.maximum(n - k, 1e-300)), 1.0)
-    return lo, hi
 
 
 def epsilon_bound(fp: np.ndarray | int, fn: np.ndarray | int, n0: int, n1: int, delta: float,
@@ -164,7 +153,7 @@ def audit_encoding(calibration, *, draws: int = 100_000, rng: SecretGenerator, c
     One trial = ``participations`` encodings of the worst-case example by the real
     :class:`~privnlu.mechanisms.dp.DPTextHide` (clip, mix with ``k = 1``, add the mechanism's noise).
     """
-    from .mechanisms.dp import DPTextHide
+    from ..mechanisms.dp import DPTextHide
 
     require(draws >= 4, "--draws must be >= 4")
     mech = calibration.mechanism
@@ -218,7 +207,7 @@ def audit_dchi(space, eta: float, pairs: list[tuple[int, int]], *, mechanism: st
     ``sampler(space, ids, eta, rng)`` defaults to the real :func:`~privnlu.mechanisms.dchi.m_rep` (``rep``) or
     :func:`~privnlu.mechanisms.dchi.m_txt` (``txt``); tests pass a deliberately under-noised one.
     """
-    from .mechanisms import dchi
+    from ..mechanisms import dchi
 
     require_choice("d_chi mechanism", mechanism, DCHI_MECHANISMS)
     dchi.check_eta(eta)

@@ -1,0 +1,135 @@
+"""d_chi analyses that guide the choice of eta (Qu et al. 2021, section 5): geometry (Figure 3), the paper's
+example sentence (Tables 1-2), plausible deniability (Figure 4), token-embedding inversion (Table 3) and the eta
+that a target inversion accuracy calls for.
+
+Each analysis returns a results record (``kind = "dchi"``, ``analysis = ...``) for ``privnlu report``. The paper
+used bert-base (768-d) embeddings, the default here is MiniLM (384-d), so the eta scales differ
+(see :func:`calibrate_eta`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable
+
+import torch
+
+from ..data import get_task
+from ..errors import PrivnluError
+from ..mechanisms.dchi import TokenSpace, check_eta, dchi_noise, m_txt
+from ..mechanisms.dchi_stats import PAPER_KS, knn_distances, mean_noise_norm, plausible_deniability, token_ids_of
+from ..paper_values import lookup
+from ..paper_values.qu2021 import ETAS as PAPER_ETAS, SENTENCE as EXAMPLE_SENTENCE
+from ..rng import SecretGenerator
+from .dchi_inversion import inversion_accuracy
+
+# Table 3, nearest-neighbour inversion accuracy on bert-base embeddings (SST; QQP beside our MRPC)
+PAPER_TABLE3 = {task: {e: lookup("qu2021", "Table 3", name, f"eta={e}").value for e in PAPER_ETAS}  # type: ignore[union-attr]
+                for task, name in (("sst2", "SST"), ("qqp", "QQP"), ("mrpc", "QQP"))}  # MRPC stands in for QQP
+
+
+def check_etas(etas: tuple[float, ...]) -> tuple[float, ...]:
+    return tuple(check_eta(e) for e in etas)
+
+
+def dataset_tokens(task: str, split: str = "dev", *, tokenizer, data_dir: str | None = None, limit: int | None = None) -> torch.Tensor:
+    """All WordPiece ids of a task split (both sentences of a pair)."""
+    ds = get_task(task).load(split, data_dir)
+    texts = list(ds.texts_a) + (list(ds.texts_b) if ds.texts_b is not None else [])
+    ids = token_ids_of(texts, tokenizer)
+    return ids[:limit] if limit else ids
+
+
+def geometry(space: TokenSpace, etas: tuple[float, ...], rng: SecretGenerator, *, sample: int | None = None) -> dict:
+    """Figure 3: mean ||N|| against n/eta, and mean k-th nearest-neighbour distances in the table."""
+    rows = None
+    if sample is not None and sample < len(space.regular_ids):
+        rows = rng.choice(len(space.regular_ids), sample)
+    return {
+        "kind": "dchi", "analysis": "geometry", "dim": space.dim,
+        "noise": [{"eta": e, "mean_norm": mean_noise_norm(space.dim, e, rng), "n_over_eta": space.dim / e} for e in etas],
+        "knn": knn_distances(space, PAPER_KS, rows=rows), "knn_rows": "all" if rows is None else int(sample or 0),
+    }
+
+
+def examples(space: TokenSpace, tokenizer, etas: tuple[float, ...], rng: SecretGenerator, *, sentence: str = EXAMPLE_SENTENCE,
+             top_eta: float = 100.0, draws: int = 1000, top: int = 10) -> dict:
+    """Tables 1-2 on the paper's sentence: one M_txt draw per eta; over ``draws`` at ``top_eta``, each token's
+    most frequent outputs, how often it is unchanged (N_w) and its number of distinct outputs (S_w, the paper's
+    "825 distinct words" for "emotions")."""
+    ids = torch.tensor(tokenizer(sentence, add_special_tokens=False)["input_ids"])
+    rows = [{"eta": e, "text": tokenizer.decode(m_txt(space, ids, e, rng).tolist())} for e in etas]
+    many = m_txt(space, ids.repeat(draws, 1), top_eta, rng)
+    tops = []
+    for i, w in enumerate(ids.tolist()):
+        vals, counts = many[:, i].unique(return_counts=True)
+        order = counts.argsort(descending=True)[:top]
+        tops.append({"token": tokenizer.convert_ids_to_tokens(w),
+                     "outputs": [[tokenizer.convert_ids_to_tokens(int(vals[o])), int(counts[o])] for o in order],
+                     "unchanged": int(counts[vals == w].sum()), "distinct": int(len(vals))})
+    return {"kind": "dchi", "analysis": "examples", "sentence": sentence, "privatized": rows, "top_eta": top_eta,
+            "draws": draws, "top_outputs": tops}
+
+
+def deniability(space: TokenSpace, eta: float, rng: SecretGenerator, *, draws: int = 1000, sample: int | None = None) -> dict:
+    """Figure 4: N_w and S_w for every regular token (or a uniform sample of ``sample`` tokens)."""
+    rows = None if sample is None or sample >= len(space.regular_ids) else rng.choice(len(space.regular_ids), sample).sort().values
+    d = plausible_deniability(space, eta, rng, draws=draws, rows=rows)
+    return {"kind": "dchi", "analysis": "deniability", "eta": eta, "draws": draws, "words": len(d.word_ids), "dim": space.dim,
+            "word_ids": d.word_ids.tolist(), "n_w": d.n_w.tolist(), "s_w": d.s_w.tolist(), "certified": d.certified,
+            "stage2": d.stage2, "brute": d.brute, "seconds": d.seconds}
+
+
+def inversion(space: TokenSpace, tokens: torch.Tensor, etas: tuple[float, ...], rng: SecretGenerator, *, task: str) -> dict:
+    """Table 3: nearest-neighbour inversion accuracy on M_rep output for each eta."""
+    rows = [{"eta": e, "accuracy": inversion_accuracy(space, tokens, e, rng), "paper": PAPER_TABLE3.get(task, {}).get(e)} for e in etas]
+    return {"kind": "dchi", "analysis": "inversion", "task": task, "dim": space.dim,
+            "tokens": int((~space.special[tokens]).sum()), "rows": rows}
+
+
+def bisect_eta(f: Callable[[float], float], target: float, *, lo: float, hi: float, iters: int = 30) -> float:
+    """The eta in [lo, hi] (log scale) where the increasing function ``f`` crosses ``target``."""
+    flo, fhi = f(lo), f(hi)
+    if not flo <= target <= fhi:
+        raise PrivnluError(f"the target {target} is outside [{flo:.4g}, {fhi:.4g}] reached for eta in [{lo:g}, {hi:g}]; widen --eta-range")
+    for _ in range(iters):
+        mid = math.sqrt(lo * hi)
+        if f(mid) < target:
+            lo = mid
+        else:
+            hi = mid
+        if hi / lo < 1.001:
+            break
+    return math.sqrt(lo * hi)
+
+
+def calibrate_eta(space: TokenSpace, tokens: torch.Tensor, target: float, rng: SecretGenerator, *,
+                  eta_range: tuple[float, float] = (1.0, 1e5)) -> dict:
+    """The eta at which nearest-neighbour inversion of ``tokens`` succeeds with probability ``target``.
+
+    Uses common random numbers: one set of directions and radius uniforms is
+    drawn once and the radius is rescaled as eta changes (``r = P^-1(n, U)/eta``),
+    so the estimated accuracy is a monotone-in-practice function of eta and
+    bisection is well posed. ``target`` may also be read as an N_w bound:
+    with ``tokens`` a uniform sample of the vocabulary, the accuracy is the mean
+    of ``N_w / draws``.
+    """
+    if not 0 < target < 1:
+        raise PrivnluError(f"the target accuracy must be in (0, 1), not {target}")
+    ids = tokens[~space.special[tokens]]
+    if len(ids) == 0:
+        raise PrivnluError("no regular tokens to calibrate on")
+    base = dchi_noise(len(ids), space.dim, 1.0, rng)  # eta = 1; eta scales the radius as 1/eta
+    clean = space.embeddings[ids]
+    cache: dict[float, float] = {}
+
+    def acc(eta: float) -> float:
+        if eta not in cache:
+            cache[eta] = float((space.nearest(clean + base / eta) == ids).float().mean())
+        return cache[eta]
+
+    t0 = time.perf_counter()
+    eta = bisect_eta(acc, target, lo=eta_range[0], hi=eta_range[1])
+    return {"kind": "dchi", "analysis": "calibration", "target_accuracy": target, "eta": eta, "accuracy_at_eta": acc(eta),
+            "tokens": len(ids), "dim": space.dim, "mean_noise_norm": space.dim / eta, "seconds": time.perf_counter() - t0}
