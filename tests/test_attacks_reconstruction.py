@@ -499,12 +499,13 @@ def test_cli_graph_refuses_all_pairs_clusterings(capsys, tmp_path):
 
 
 def test_cli_repair_rounds_reach_the_attackers_config():
-    from privnlu.cli.attack import reconstruction_settings
+    from privnlu.attacks.runs import reconstruction_config
     from privnlu.cli.main import build_parser
 
     args = build_parser("attack reconstruct").parse_args(["attack", "reconstruct", "--graph", "200", "--nmf-repair-rounds", "3",
                                               "--nmf-repair-iters", "40", "--out", "x.json"])
-    methods, cfg = reconstruction_settings(args, 50)
+    methods, cfg = reconstruction_config(args.methods, epochs=50, graph=args.graph,
+                                         nmf_repair_rounds=args.nmf_repair_rounds, nmf_repair_iters=args.nmf_repair_iters)
     assert (cfg.graph, cfg.nmf_repair_rounds, cfg.nmf_repair_iters) == (200, 3, 40) and "nmf" in methods
 
 

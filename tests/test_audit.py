@@ -77,13 +77,14 @@ def small_attack(monkeypatch):
 
 def test_tiny_audit_end_to_end_resumes_and_reports(tiny_model, cache_dir, tmp_path, small_attack, monkeypatch):
     import privnlu.audit.run as run_mod
-    from privnlu.audit import SCHEMES, run_audit
+    from privnlu.audit import run_audit
+    from privnlu.schemes import names
     from privnlu.report import build_report, markdown_report
 
     out = tmp_path / "audit"
     s = _tiny_settings(tiny_model, cache_dir)
     recs = run_audit(s, out, progress=False)
-    assert [r["scheme"] for r in recs] == list(SCHEMES)
+    assert [r["scheme"] for r in recs] == list(names())
     for r in recs:
         assert r["kind"] == "audit" and 0 <= r["reid"]["rate"] <= 100 and r["reid"]["candidates"] == 68
         assert r["random_guess_reid"] == pytest.approx(100 * 8 / 68, abs=1e-3)
@@ -91,11 +92,11 @@ def test_tiny_audit_end_to_end_resumes_and_reports(tiny_model, cache_dir, tmp_pa
         assert (out / "points" / f"{r['name']}.json").exists()
     by = {r["scheme"]: r for r in recs}
     assert by["none"]["reid"]["rate"] == 100.0  # the clean representation is found exactly
-    assert by["texthide-intra"]["guarantee"]["kind"] == "none"
+    assert by["texthide"]["guarantee"]["kind"] == "none"
     assert by["dp-ie"]["guarantee"]["epsilon"] == pytest.approx(8.0, rel=0.05)
     assert by["dchi-text"]["guarantee"]["eta"] > 0 and 0 <= by["dchi-text"]["own_leakage"]["token_survival"] <= 1
     assert "keyless_abs_head" in by["texthide-inter"]["own_leakage"]
-    assert by["texthide-intra"]["examples"][0]["released"] == "3 mixed, masked encodings"
+    assert by["texthide"]["examples"][0]["released"] == "3 mixed, masked encodings"
     assert by["dp-ie"]["examples"][0]["released"] == "3 mixed, noised encodings"  # the paper's Algorithm 1: no mask
     # a rerun with the same settings trains nothing
     monkeypatch.setattr(run_mod, "run_point", lambda *a, **k: pytest.fail("a finished point was rerun"))
@@ -188,12 +189,12 @@ def test_report_screenshots_in_headless_chromium(tmp_path):
 
 
 def test_demo_grid_covers_every_scheme(capsys):
-    from privnlu.audit import SCHEMES, grid
+    from privnlu.audit import DEMO, grid
     from privnlu.cli.main import main
-    from privnlu.audit import DEMO
+    from privnlu.schemes import names
 
     pts = grid(DEMO)
-    assert {p.scheme for p in pts} == set(SCHEMES) and len(pts) == 12 and DEMO.task == "tweets"
+    assert {p.scheme for p in pts} == set(names()) and len(pts) == 12 and DEMO.task == "tweets"
     assert main(["demo", "--help"]) == 0
     assert "privacy-utility frontier" in capsys.readouterr().out
 

@@ -137,11 +137,11 @@ def test_bad_bf16_mode():
 
 
 def test_cli_flag_keeps_the_old_meaning():
-    from privnlu.cli.common import add_bf16_arg
+    from privnlu.cli.options import OPTIONS
 
     p = argparse.ArgumentParser()
-    add_bf16_arg(p)
-    assert p.parse_args([]).bf16 is None  # auto
+    OPTIONS["bf16"].add_to(p)
+    assert p.parse_args([]).bf16 == "auto"
     assert p.parse_args(["--bf16"]).bf16 == "on"  # the old store_true flag
     assert p.parse_args(["--bf16", "off"]).bf16 == "off"
 

@@ -119,7 +119,7 @@ def test_train_sweep_report_and_resume(capsys, tmp_path, tiny_model, toy_glue, c
     assert key_bytes[:2] not in json.dumps(rec).encode() or "masks" not in json.dumps(rec)
     code, err = run_cli(capsys, "train", *args, "--scheme", "texthide", "--m", "4", "--k", "2", "--epochs", "1",
                         "--batch-size", "8", "--out", str(run_dir))  # another run into the same folder: refused
-    assert code == 2 and "--overwrite" in err and (run_dir / "key.pt").read_bytes() == key_bytes
+    assert code == 2 and "--force" in err and (run_dir / "key.pt").read_bytes() == key_bytes
     assert json.loads((run_dir / "result.json").read_text())["history"] == rec["history"]
     sweep_dir = tmp_path / "sweep"
     code, _ = run_cli(capsys, "sweep", *args, "--ms", "0,4", "--ks", "1,2", "--epochs", "1", "--batch-size", "8", "--out", str(sweep_dir))

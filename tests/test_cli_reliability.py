@@ -26,6 +26,7 @@ import torch
 from privnlu.cli import options
 from privnlu.cli.main import build_parser, main
 from privnlu.errors import PrivnluError
+from privnlu.params import MIN_DELTA, Range
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -81,11 +82,22 @@ def test_every_parser_refuses_abbreviations(parser, capsys):
     assert code == 2 and "unrecognized arguments: --eps" in err
 
 
+def has_default(action: argparse.Action) -> bool:
+    """True if the option has a default worth stating (not None, not a flag's False)."""
+    return not (action.default is None or action.default is False or action.default is argparse.SUPPRESS)
+
+
+#: argparse ``type`` functions that parse numbers (their options need a range)
+NUMERIC_TYPES = {"int", "float", "int_list", "float_list", "m_list", "m_value", "number_list"}
+#: dest names that look like outputs; every such option must be declared as one
+OUTPUT_LIKE = {"out", "key_out", "app_dir", "ledger"}
+
+
 def test_every_option_has_help_stating_its_default(parser):
     missing = [(" ".join(path), a.dest) for path, _, a in options_of(parser) if not a.help]
     assert not missing, f"options without help: {missing}"
     no_default = [(" ".join(path), a.dest) for path, _, a in options_of(parser)
-                  if options.has_default(a) and "default" not in a.help]
+                  if has_default(a) and "default" not in a.help]
     assert not no_default, f"help does not state the default: {no_default}"
 
 
@@ -93,25 +105,22 @@ def test_every_numeric_option_has_a_range_stated_in_help(parser):
     unranged = []
     for path, _, a in options_of(parser):
         name = getattr(a.type, "__name__", "")
-        numeric = a.type in (int, float) or name in options.NUMERIC_TYPES or (a.type is None and a.dest in options.NUMERIC_STRINGS)
+        numeric = a.type in (int, float) or name in NUMERIC_TYPES
         if numeric and not (hasattr(a.type, "range") and "range:" in a.help):
             unranged.append((" ".join(path), a.dest))
     assert not unranged, f"numeric options without a range: {unranged}"
 
 
 def test_every_output_option_is_declared(parser):
-    undeclared = [(" ".join(path), a.dest) for path, _, a in options_of(parser)
-                  if a.dest in options.OUTPUT_LIKE and (" ".join(path), a.dest) not in options.OUTPUTS]
+    undeclared = [(" ".join(path), a.dest) for path, p, a in options_of(parser)
+                  if a.dest in OUTPUT_LIKE and a.dest not in options.outputs(p)]
     assert not undeclared, f"outputs not checked before work starts: {undeclared}"
-    commands = {" ".join(path) for path, _ in options.walk(parser)}
-    assert {c for c, _ in options.OUTPUTS} <= commands
-    metavars = {(" ".join(path), a.dest): a.metavar for path, _, a in options_of(parser)
-                if (" ".join(path), a.dest) in options.OUTPUTS}
+    metavars = {(" ".join(path), a.dest): a.metavar for path, p, a in options_of(parser) if a.dest in options.outputs(p)}
     assert metavars and all(m in ("FILE", "DIR") for m in metavars.values()), metavars
     assert metavars[("train", "out")] == "DIR" and metavars[("encode", "out")] == "FILE"
 
 
-def bad_values(rng: options.Range) -> list[str]:
+def bad_values(rng: Range) -> list[str]:
     """Values just outside ``rng`` and the non-numbers."""
     vals = ["nan", "abc"]
     if not rng.inf_ok:
@@ -259,7 +268,7 @@ def test_existing_key_file_is_refused_without_force(capsys, tmp_path, monkeypatc
 
 def test_every_command_with_a_result_file_has_force(parser):
     for path, p in options.walk(parser):
-        if options.replaces_files(" ".join(path)):
+        if options.replaces_files(p):
             assert any(a.dest == "force" for a in p._actions), path
 
 
@@ -365,10 +374,13 @@ def test_corrupt_sweep_point_is_recomputed_with_a_notice(tmp_path, capsys, conte
 
 
 def test_dchi_finetune_run_records_and_checks_its_settings(tmp_path, capsys):
-    from privnlu.cli.dchi_train import _finished, _settings
-    from privnlu.io import write_json_atomic
-    from privnlu.training.private_finetune import FinetuneConfig
+    from functools import partial
 
+    from privnlu.io import write_json_atomic
+    from privnlu.training import private_finetune as pf
+    from privnlu.training.private_finetune import FinetuneConfig, _settings
+
+    _finished = partial(pf._finished, log=lambda s: sys.stderr.write(s + "\n"))
     args = argparse.Namespace(task="sst2", model=None, data_dir=None, train_limit=100, dev_limit=None, max_length=64)
     cfg = FinetuneConfig(mode="token", eta=50.0, epochs=1)
     path = tmp_path / "run.json"
@@ -386,11 +398,11 @@ def test_dchi_finetune_run_records_and_checks_its_settings(tmp_path, capsys):
 
 
 def test_train_refuses_a_folder_holding_a_run(tmp_path):
-    from privnlu.cli.train import check_run_dir
+    from privnlu.training.engine import check_run_dir
 
     check_run_dir(tmp_path, resume=False, overwrite=False)  # empty: fine
     (tmp_path / "key.pt").write_bytes(b"k")
-    with pytest.raises(PrivnluError, match="--resume.*--overwrite"):
+    with pytest.raises(PrivnluError, match="--resume.*--force"):
         check_run_dir(tmp_path, resume=False, overwrite=False)
     check_run_dir(tmp_path, resume=True, overwrite=False)
     check_run_dir(tmp_path, resume=False, overwrite=True)
@@ -493,7 +505,7 @@ def test_delta_limits_and_strict_json():
     from privnlu.io import json_text
     from privnlu.mechanisms.dp import MIN_DELTA, calibrate
 
-    assert MIN_DELTA == options.MIN_DELTA
+    assert MIN_DELTA == MIN_DELTA
     with pytest.raises(PrivnluError, match="delta"):
         calibrate("gaussian", epsilon=1, delta=1e-300, clip=1, dim=8, k=1, epochs=1)
     cal = calibrate("gaussian", epsilon=1, delta=MIN_DELTA, clip=1, dim=8, k=4, epochs=1)
@@ -625,14 +637,15 @@ def test_a_deprecated_command_name_warns_once_and_runs_the_new_command(capsys, o
 
 #: a valid value for each renamed option's new spelling, and the rest of a command line that parses
 ALIAS_VALUES = {"--dp-epsilon": "2", "--dp-delta": "1e-6", "--dp-clip": "2", "--dp-calibration": "paper",
-                "--dp-mechanism": "laplace", "--encodings-per-example": "3", "--dchi-mechanism": "rep",
+                "--dp-mechanism": "laplace", "--encodings-per-example": "3", "--scheme": "dchi-token",
                 "--ms": "0,16", "--ks": "1,2", "--dp-epsilons": "1,8", "--dp-mechanisms": "gaussian",
-                "--dp-calibrations": "correct"}
+                "--dp-calibrations": "correct", "--schemes": "none,dchi-text", "--force": None}
 ALIAS_BASE = {"dp account": [], "dp encode": ["--task", "sst2", "--out", "e.st", "--key-out", "k.pt"], "dp audit": [],
               "encode": ["--task", "sst2", "--out", "e.st", "--key-out", "k.pt"], "attack reconstruct": ["--out", "r.json"],
               "dchi privatize": ["in.txt", "--out", "o.npz", "--eta", "10"], "sweep": ["--task", "sst2"],
               "dchi pretrain": ["--objective", "vanilla", "--eta", "10", "--out", "o"], "audit": ["--task", "sst2"],
-              "reproduce": ["xie2022-figure1"]}
+              "reproduce": ["xie2022-figure1"], "dchi finetune": ["--task", "sst2", "--out", "o"],
+              "train": ["--task", "sst2"]}
 
 
 @pytest.mark.parametrize("cmd,old", sorted(options.RENAMED))
@@ -640,9 +653,10 @@ def test_a_renamed_option_still_works_and_warns_once(capsys, cmd, old):
     new = options.RENAMED[(cmd, old)]
     value = ALIAS_VALUES[new]
     base = [*cmd.split(), *ALIAS_BASE[cmd]]
-    with_new = build_parser(cmd).parse_args([*base, new, value])
+    given = [value] if value is not None else []
+    with_new = build_parser(cmd).parse_args([*base, new, *given])
     assert capsys.readouterr().err == ""
-    with_old = build_parser(cmd).parse_args([*base, old, value])
+    with_old = build_parser(cmd).parse_args([*base, old, *given])
     err = capsys.readouterr().err.splitlines()
     assert vars(with_old) == vars(with_new)
     assert err == [f"privnlu: {old} is deprecated and will be removed in the next release; use {new}"]
@@ -654,10 +668,13 @@ def test_a_renamed_option_still_works_and_warns_once(capsys, cmd, old):
 
 def test_an_old_value_that_moved_to_another_option(capsys):
     args = build_parser("dp audit").parse_args(["dp", "audit", "--mechanism", "dchi-txt", "--eta", "5"])
-    assert args.dchi_mechanism == "text" and args.dp_mechanism == "gaussian"
-    assert "use --dchi-mechanism text" in capsys.readouterr().err
+    assert args.scheme == "dchi-text" and args.mechanism is None
+    assert "use --scheme dchi-text" in capsys.readouterr().err
     args = build_parser("dp audit").parse_args(["dp", "audit", "--mechanism", "laplace"])
-    assert args.dp_mechanism == "laplace" and args.dchi_mechanism is None
+    assert args.mechanism == "laplace" and args.scheme == "dp-ie"
+    args = build_parser("dchi privatize").parse_args(["dchi", "privatize", "in.txt", "--out", "o.npz", "--eta", "1",
+                                                      "--dchi-mechanism", "rep"])
+    assert args.scheme == "dchi-token" and "use --scheme dchi-token" in capsys.readouterr().err
 
 
 def test_building_any_command_parser_imports_no_torch():

@@ -135,4 +135,4 @@ def test_cli_calibrate_errors(capsys, tiny_model):
     assert main(["dchi", "calibrate", "--target", "1.5", "--model", str(tiny_model)]) == 2
     assert main(["dchi", "analyze", "nonsense", "--out", "x.json", "--model", str(tiny_model)]) == 2
     err = capsys.readouterr().err
-    assert "--target: '1.5' is out of range: number in (0, 1)" in err and "unknown analysis 'nonsense'" in err
+    assert "--target: '1.5' is out of range: number in (0, 1)" in err and "invalid choice: 'nonsense'" in err

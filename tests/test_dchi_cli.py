@@ -45,7 +45,8 @@ def test_api_text_small_eta_changes_words_but_not_specials(tiny_model):
 @pytest.mark.parametrize("mechanism,suffix", [("text", ".txt"), ("rep", ".npz"), ("sequence", ".npz")])
 def test_cli_streams_every_mechanism(capsys, tmp_path, tiny_model, infile, mechanism, suffix):
     out = tmp_path / f"out{suffix}"
-    code, err = run_cli(capsys, "dchi", "privatize", str(infile), "--out", str(out), "--dchi-mechanism", mechanism, "--eta", "50",
+    scheme = {"text": "dchi-text", "rep": "dchi-token", "sequence": "dchi-sequence"}[mechanism]
+    code, err = run_cli(capsys, "dchi", "privatize", str(infile), "--out", str(out), "--scheme", scheme, "--eta", "50",
                         "--model", str(tiny_model), "--chunk-lines", "3", "--seed", "4")
     assert code == 0, err
     assert "fixed --seed" in err  # the loud experiments-only warning
@@ -68,7 +69,7 @@ def test_cli_streams_every_mechanism(capsys, tmp_path, tiny_model, infile, mecha
 def test_cli_truncates_long_text_with_warning(capsys, tmp_path, tiny_model):
     src = write(tmp_path / "long.txt", "short\n" + " ".join(["word"] * 300) + "\n")
     out = tmp_path / "o.npz"
-    code, err = run_cli(capsys, "dchi", "privatize", str(src), "--out", str(out), "--dchi-mechanism", "rep", "--eta", "50",
+    code, err = run_cli(capsys, "dchi", "privatize", str(src), "--out", str(out), "--scheme", "dchi-token", "--eta", "50",
                         "--model", str(tiny_model), "--max-length", "16")
     assert code == 0
     assert "warning: line 2 has 300 tokens; truncated to 14" in err
@@ -78,8 +79,9 @@ def test_cli_truncates_long_text_with_warning(capsys, tmp_path, tiny_model):
 @pytest.mark.parametrize("argv,match", [
     (["--eta", "0"], "--eta: '0' is out of range: number in (0,"),
     (["--eta", "-3"], "--eta: '-3' is out of range"),
-    (["--eta", "10", "--dchi-mechanism", "word"], "unknown mechanism 'word'"),
-    (["--eta", "10", "--dchi-mechanism", "rep"], "should end in .npz"),
+    (["--eta", "10", "--scheme", "word"], "unknown scheme 'word'"),
+    (["--eta", "10", "--scheme", "dchi-token"], "should end in .npz"),
+    (["--eta", "10", "--scheme", "texthide"], "scheme texthide takes no --eta"),
 ])
 def test_cli_bad_arguments_one_line(capsys, tmp_path, tiny_model, infile, argv, match):
     out = tmp_path / "o.txt"

@@ -204,8 +204,8 @@ def test_cli_pretrain_and_bad_input(tiny_model, tmp_path, capsys):
     for extra, msg in [
         (["--objective", "denoising", "--eta", "0"], "eta"),
         (["--objective", "denoising", "--eta", "-5"], "eta"),
-        (["--objective", "mystery", "--eta", "30"], "unknown objective"),
-        (["--objective", "vanilla", "--eta", "30", "--dchi-mechanism", "sound"], "invalid choice"),
+        (["--objective", "mystery", "--eta", "30"], "invalid choice: 'mystery'"),
+        (["--objective", "vanilla", "--eta", "30", "--scheme", "sound"], "invalid choice"),
         (["--objective", "vanilla", "--eta", "30", "--init-head", str(tmp_path / "none.pt")], "no such file"),
         (["--objective", "vanilla", "--eta", "30", "--init-head", str(corpus)], "is not an MLM head"),
         (["--objective", "vanilla", "--eta", "30", "--mask-prob", "1.5"], "--mask-prob: '1.5' is out of range"),

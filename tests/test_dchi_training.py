@@ -103,7 +103,7 @@ def test_config_refuses_bad_input(kw, msg):
 def test_cli_finetune_writes_and_skips(tiny_model, toy_glue, tmp_path, capsys):
     out = tmp_path / "runs"
     argv = ["dchi", "finetune", "--task", "sst2", "--data-dir", str(toy_glue), "--model", str(tiny_model),
-            "--modes", "null,token", "--encoders", "transformer,bilstm", "--etas", "30", "--epochs", "1",
+            "--schemes", "none,dchi-token", "--encoders", "transformer,bilstm", "--etas", "30", "--epochs", "1",
             "--max-length", "16", "--lstm-hidden", "8", "--train-limit", "16", "--dev-limit", "8", "--seed", "0",
             "--out", str(out)]
     assert main(argv) == 0
@@ -124,10 +124,11 @@ def test_cli_finetune_writes_and_skips(tiny_model, toy_glue, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("extra,msg", [
-    (["--etas", "0"], "every eta must be positive"),
-    (["--etas=-3,5"], "every eta must be positive"),
-    (["--modes", "token,nope"], "choose from"),
-    (["--modes", "sequence", "--encoders", "bilstm"], "nothing to run"),
+    (["--etas", "0"], "--etas: '0' is out of range"),
+    (["--etas=-3,5"], "--etas: '-3,5' is out of range"),
+    (["--schemes", "dchi-token,nope"], "unknown scheme 'nope'"),
+    (["--schemes", "texthide"], "runs the schemes none, dchi-sequence"),
+    (["--schemes", "dchi-sequence", "--encoders", "bilstm"], "nothing to run"),
     (["--max-length", "2"], "max-length"),
 ])
 def test_cli_finetune_bad_input_exit_2(tiny_model, toy_glue, tmp_path, capsys, extra, msg):

@@ -1,4 +1,4 @@
-"""The "dp" training scheme: DP TextHide calibrated for a whole training run, through the shared pipeline and CLI."""
+"""The dp-ie training scheme: DP TextHide calibrated for a whole training run, through the shared engine and CLI."""
 
 import json
 
@@ -15,15 +15,14 @@ from privnlu.rng import SecretGenerator
 from privnlu.training import TrainConfig
 
 
-def test_runspec_ties_dp_settings_to_the_dp_scheme():
-    with pytest.raises(PrivnluError, match="--scheme dp needs them"):
-        RunSpec(task="sst2", scheme="dp", m=16, k=4)
-    with pytest.raises(PrivnluError, match="DP settings go with --scheme dp"):
-        RunSpec(task="sst2", scheme="texthide", m=16, k=4, dp=DPSettings())
+def test_runspec_takes_a_scheme_from_the_registry():
+    with pytest.raises(PrivnluError, match="privnlu.schemes scheme"):
+        RunSpec(task="sst2", scheme="dp")
     base = RunSpec(task="sst2")
     dp = with_scheme(base, m=16, k=4, dp=DPSettings(mechanism="laplace", epsilon=2, calibration="paper"))
-    assert dp.scheme == "dp" and dp.label == "sst2-dp-texthide-intra-m16-k4-laplace-eps2-paper"
-    assert with_scheme(dp, m=0, k=1).scheme == "none" and with_scheme(dp, m=0, k=1).dp is None
+    assert dp.scheme.name == "dp-ie" and dp.label == "sst2-dp-texthide-intra-m16-k4-laplace-eps2-paper"
+    assert dp.scheme.settings == DPSettings(mechanism="laplace", epsilon=2, calibration="paper")
+    assert with_scheme(dp, m=0, k=1).scheme.name == "none"
 
 
 @pytest.mark.parametrize("bad,match", [(dict(epsilon=0), "epsilon must be > 0"), (dict(delta=1.0), "delta must be in"),
@@ -62,15 +61,17 @@ def toy_glue(tmp_path):
 def test_train_and_encode_with_scheme_dp(capsys, tmp_path, tiny_model, toy_glue, cache_dir):
     args = ["--task", "sst2", "--data-dir", str(toy_glue), "--model", str(tiny_model), "--cache-dir", str(cache_dir), "--quiet"]
     out = tmp_path / "run"
-    assert main(["train", *args, "--scheme", "dp", "--dp-mechanism", "laplace", "--dp-epsilon", "4", "--k", "2",
+    assert main(["train", *args, "--scheme", "dp-ie", "--dp-mechanism", "laplace", "--dp-epsilon", "4", "--k", "2",
                  "--epochs", "2", "--batch-size", "8", "--seed", "0", "--out", str(out)]) == 0
     rec = json.loads((out / "result.json").read_text())
-    assert rec["scheme"] == "dp" and rec["m"] == "16" and rec["k"] == 2
+    assert rec["scheme"] == "dp-ie" and rec["m"] == "0" and rec["k"] == 2  # the paper's Algorithm 1: no sign mask
     assert rec["dp"]["valid_dp_guarantee"] and rec["dp"]["participations"] == 4
     assert rec["dp"]["accounted_epsilon"] == pytest.approx(4, rel=1e-2) and rec["dp"]["clip_norm"] == "l1"
     enc, key = tmp_path / "enc.pt", tmp_path / "key.pt"
+    capsys.readouterr()
     assert main(["encode", *args, "--scheme", "dp", "--dp-epsilon", "2", "--dp-calibration", "paper", "--m", "4", "--k", "2",
                  "--out", str(enc), "--key-out", str(key)]) == 0
+    assert "'dp' is deprecated" in capsys.readouterr().err  # the old name works for one release, with a notice
     meta = SharedPayload.load(enc).meta
     assert meta["dp"]["calibration"] == "paper" and not meta["dp"]["valid_dp_guarantee"]
     capsys.readouterr()

@@ -1,4 +1,4 @@
-"""The data owner's privacy ledger (privnlu.ledger, --ledger, `privnlu dp account --ledger`)."""
+"""The data owner's privacy ledger (privnlu.schemes.ledger, --ledger, `privnlu dp account --ledger`)."""
 
 import json
 import os
@@ -8,9 +8,21 @@ import pytest
 
 from privnlu.cli.main import main
 from privnlu.errors import PrivnluError
-from privnlu.ledger import (NO_GUARANTEE, Ledger, dchi_release, dp_release, example_hash, fingerprint,
-                            texthide_release)
 from privnlu.mechanisms.dp import account, calibrate
+from privnlu.schemes import create
+from privnlu.schemes.ledger import NO_GUARANTEE, Ledger, example_hash, fingerprint, release_of
+
+
+def dp_release(command, name, cal, output):
+    return release_of(create("dp-ie"), command, name, output, calibration=cal)
+
+
+def dchi_release(command, name, scheme, eta, model, output):
+    return release_of(create(scheme, eta=eta), command, name, output, model=model)
+
+
+def texthide_release(command, name, m, k, output):
+    return release_of(create("texthide", m=m, k=k), command, name, output)
 
 
 def hashes(n, start=0):
@@ -51,23 +63,24 @@ def test_budget_refuses_a_release_that_would_exceed_it(tmp_path):
     with pytest.raises(PrivnluError, match=NO_GUARANTEE):
         led.check(texthide_release("encode", "toy/train", "16", 4, "d"), hashes(10))
     with pytest.raises(PrivnluError, match="sets no eta"):
-        led.check(dchi_release("privatize", "t.txt", "text", 10.0, "tiny", "o"), hashes(10))
+        led.check(dchi_release("privatize", "t.txt", "dchi-text", 10.0, "tiny", "o"), hashes(10))
 
 
 def test_dchi_and_texthide_records(tmp_path):
     led = Ledger.open(tmp_path / "l.json")
-    led.record(dchi_release("privatize", "t.txt", "text", 10.0, "tiny", "o1"), hashes(4))
-    led.record(dchi_release("privatize", "t.txt", "rep", 5.0, "tiny", "o2"), hashes(4))
+    led.record(dchi_release("privatize", "t.txt", "dchi-text", 10.0, "tiny", "o1"), hashes(4))
+    led.record(dchi_release("privatize", "t.txt", "dchi-token", 5.0, "tiny", "o2"), hashes(4))
     led.record(texthide_release("encode", "toy/train", "256", 4, "e"), hashes(4))
     rel = led.data["releases"]
     assert rel[0]["eta"] == 10.0 and "metric DP" in rel[0]["meaning"] and rel[0]["epsilon"] is None
+    assert rel[0]["guarantee"] == "metric-dp" and rel[1]["mechanism"] == "dchi-token"
     assert rel[2]["meaning"] == NO_GUARANTEE and rel[2]["guarantee"] == "none"
     [d] = led.compose()
     assert d["eta"] == 15.0 and d["epsilon"] is None and d["guarantee"] == NO_GUARANTEE
     assert d["dataset"] == fingerprint(hashes(4))
     led.set_budget(epsilon=None, delta=None, eta=20.0)
     with pytest.raises(PrivnluError, match="eta = 25"):
-        led.check(dchi_release("privatize", "t.txt", "text", 10.0, "tiny", "o3"), hashes(4))
+        led.check(dchi_release("privatize", "t.txt", "dchi-text", 10.0, "tiny", "o3"), hashes(4))
 
 
 def test_cli_ledger_end_to_end(capsys, tmp_path, tiny_model, toy_glue):

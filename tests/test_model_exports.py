@@ -46,7 +46,7 @@ def dchi_out(tiny_model, tmp_path_factory):
     glue = toy_glue_dir(root, 32)
     out = root / "runs"
     argv = ["dchi", "finetune", "--task", "sst2", "--data-dir", str(glue), "--model", str(tiny_model),
-            "--modes", "null,text,token,sequence", "--encoders", "transformer,bilstm", "--etas", "30", "--epochs", "1",
+            "--schemes", "none,dchi-text,dchi-token,dchi-sequence", "--encoders", "transformer,bilstm", "--etas", "30", "--epochs", "1",
             "--max-length", "16", "--lstm-hidden", "8", "--batch-size", "8", "--seed", "0", "--out", str(out),
             "--quiet"]
     assert main(argv) == 0
@@ -92,7 +92,7 @@ def test_dchi_card_records_mechanism_eta_guarantee_and_score(dchi_out, mode):
     if mode == "null":
         assert priv["scheme"] == "none" and priv["eta"] is None and "Formal guarantee:** none" in card
     else:
-        assert priv["scheme"] == "dchi" and priv["eta"] == 30.0
+        assert priv["scheme"] == f"dchi-{mode}" and priv["eta"] == 30.0
         assert priv["mechanism"] == {"text": "M_txt", "sequence": "M_seq"}[mode]
         unit = "sequence" if mode == "sequence" else "token"
         assert priv["formal_guarantee"] == f"eta * d_chi-privacy per {unit}"
@@ -172,7 +172,7 @@ def test_dchi_pretrain_encoder_is_hf_loadable_with_a_card(tiny_model, tmp_path):
     assert meta["library_name"] == "transformers" and meta["pipeline_tag"] == "feature-extraction"
     priv = meta["privacy"]
     assert (priv["scheme"], priv["objective"], priv["eta"], priv["mechanism"], priv["steps"]) == (
-        "dchi", "denoising", 30.0, "M_txt", 2)
+        "dchi-text", "denoising", 30.0, "M_txt", 2)
     assert priv["masked_accuracy"]["private_after_adapt"] == pytest.approx(rec["evals"]["private_after_adapt"], abs=1e-4)
     assert not (enc / "privnlu.json").exists()  # a base encoder, not an applicable model
 

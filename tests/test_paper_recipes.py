@@ -77,14 +77,14 @@ def test_selection_reads_back_a_finished_candidate_and_resumes_the_next(tmp_path
 def test_xie2022_figure1_uses_the_unmasked_scheme_and_clean_queries(tmp_path, base):
     recs = xie2022.figure1(tmp_path / "f1", tasks=("sst2",), base=base, epsilons=(2.0,), mechanisms=("gaussian",),
                            calibrations=("paper",), scale_name=TINY, progress=False)
-    dp = [r for r in recs if r["scheme"] == "dp"]
+    dp = [r for r in recs if r["scheme"] == "dp-ie"]
     assert len(recs) == 3 and len(dp) == 1
     assert dp[0]["m"] == "0" and dp[0]["dp_scheme"] == "dp-ie" and dp[0]["spec"]["dp"]["noisy_queries"] is False
     assert dp[0]["dp"]["calibration"] == "paper" and not dp[0]["dp"]["valid_dp_guarantee"]
     assert dp[0]["accuracy"] is not None
     masked = xie2022.figure1(tmp_path / "f1m", tasks=("sst2",), base=base, epsilons=(2.0,), mechanisms=("gaussian",),
                              calibrations=("paper",), scale_name=TINY, progress=False, masked=True)
-    assert [r for r in masked if r["scheme"] == "dp"][0]["dp_scheme"] == "dp-ie-masked"
+    assert [r for r in masked if r["scheme"] == "dp-ie"][0]["dp_scheme"] == "dp-ie-masked"
 
 
 def test_xie2022_figure1_checkpoints_its_runs_and_completes_a_bare_record(tmp_path, base, monkeypatch):

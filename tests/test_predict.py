@@ -218,7 +218,7 @@ def test_overwrite_replaces_the_model_folder(env):
     root, args = env
     run = train(env, "overwrite", "--epochs", "1")
     first = (run / "model" / "head" / "model.safetensors").read_bytes()
-    assert main(["train", *args, "--epochs", "1", "--hidden", "8", "--out", str(run), "--overwrite"]) == 0
+    assert main(["train", *args, "--epochs", "1", "--hidden", "8", "--out", str(run), "--force"]) == 0
     assert (run / "model" / "head" / "model.safetensors").read_bytes() != first
     assert json.loads((run / "model" / "head" / "config.json").read_text())["hidden"] == [8]
     assert not [p for p in run.iterdir() if p.name.startswith(".")]  # no staging or old folder left behind

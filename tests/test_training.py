@@ -11,6 +11,7 @@ from privnlu.data.tasks import get_task
 from privnlu.errors import PrivnluError
 from privnlu.training.engine import Prepared, RunSpec, train_run, with_scheme
 from privnlu.models import load_encoder
+from privnlu.schemes import create
 from privnlu.training import TrainConfig, soft_cross_entropy, task_loss
 
 
@@ -44,7 +45,7 @@ def test_texthide_0_1_equals_baseline_exactly(tiny_model):
     prep = synthetic_prep(tiny_model)
     base = RunSpec(task="sst2", train=TrainConfig(epochs=2, seed=11))
     a = train_run(base, prep, progress=False)
-    b = train_run(replace(base, scheme="texthide"), prep, progress=False)  # (m, k) = (0, 1)
+    b = train_run(replace(base, scheme=create("texthide", m=0, k=1)), prep, progress=False)
     assert a["history"][-1]["train_loss"] == b["history"][-1]["train_loss"]
     assert a["eval"] == b["eval"]
 
@@ -96,8 +97,10 @@ def test_joint_runs_start_from_the_pretrained_encoder_and_leave_it_untouched(tin
 def test_bad_training_settings():
     with pytest.raises(PrivnluError, match="learning rate"):
         TrainConfig(lr=0)
-    with pytest.raises(PrivnluError, match="scheme 'none'"):
-        RunSpec(task="sst2", m=4)
+    with pytest.raises(PrivnluError, match="scheme none takes no m"):
+        RunSpec(task="sst2", scheme=create("none", m=4))
+    with pytest.raises(PrivnluError, match="larger than the batch size"):
+        RunSpec(task="sst2", scheme=create("texthide", k=8), train=TrainConfig(batch_size=4))
 
 
 def test_abs_input_head_is_mask_invariant(tiny_model):

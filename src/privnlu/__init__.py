@@ -14,4 +14,16 @@ from .version import __version__
 # switch hub access off for the rest of the process (see models.encoder.load_encoder).
 _os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-__all__ = ["__version__"]
+#: one entry per role (privnlu.api), imported on first use so that ``import privnlu`` stays light
+API = ("release", "train", "attack", "audit", "predict")
+
+
+def __getattr__(name: str):
+    if name in API:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'privnlu' has no attribute '{name}'")
+
+
+__all__ = ["__version__", *API]

@@ -1,47 +1,26 @@
-"""Names and small parsers that the command line needs to build its parsers, importable without torch.
+"""The torch-free vocabulary every layer shares: the values the library accepts where a command line offers a choice.
 
-The library modules import these from here (one definition each), so that ``privnlu X --help`` can state every
-choice and default without importing torch, transformers or the training pipeline (issue 15, start-up).
+The library validates against these tuples and the command line offers them, so ``privnlu X --help`` can state
+every choice without importing torch. Scheme names are not here: they are the registry's (:mod:`privnlu.schemes`).
 """
 
 from __future__ import annotations
 
-import math
-
-from .errors import PrivnluError
-
-#: a pool size of ``inf``: a fresh mask per example
-INF = math.inf
-
-#: DP instance encoding noise (mechanisms.dp)
+#: DP instance encoding noise, and its calibrations (mechanisms.dp)
 DP_MECHANISMS = ("gaussian", "laplace")
-#: d_chi release forms (mechanisms.dchi_text): token rep, text-to-text, sequence rep
+DP_CALIBRATIONS = ("correct", "paper")
+#: d_chi's mechanisms M_rep, M_txt, M_seq (mechanisms.dchi_text); the schemes dchi-token, dchi-text, dchi-sequence
 DCHI_MECHANISMS = ("rep", "text", "sequence")
-#: how dev representations are masked in evaluation (training.trainer)
+#: how dev representations are encoded in evaluation (training.trainer)
 EVAL_MASKS = ("pool", "none")
-#: privacy-constrained fine-tuning modes and encoders (training.private_finetune)
+#: training modes: a frozen encoder's cached features and a head, or encoder and head fine-tuned jointly
+MODES = ("frozen", "joint")
+#: sentence representations (models.encoder): the model's own, [CLS], BERT's pooler output, mean of tokens
+POOLINGS = ("auto", "cls", "pooler", "mean")
+#: privacy-constrained fine-tuning modes of Qu et al.'s Table 4 and encoders (training.private_finetune)
 FINETUNE_MODES = ("null", "sequence", "token", "text")
 FINETUNE_ENCODERS = ("transformer", "bilstm")
 #: privacy-adaptive MLM objectives (training.mlm)
 MLM_OBJECTIVES = ("vanilla", "probability", "denoising")
-#: the audit's schemes and default (m, k) points (audit.grid)
-AUDIT_SCHEMES = ("none", "texthide-intra", "texthide-inter", "dp-ie", "dchi-text", "dchi-token", "dchi-sequence")
-TEXTHIDE_POINT = (256, 4)  # Huang et al. 2020: the paper's recommended (m, k)
-DP_POINT = (0, 4)  # Xie & Hong 2022, Algorithm 1: clip, mix k = 4, noise on each encoding, no sign mask
 #: the budgets of the huang2020 recipes (experiments.huang2020.SCALES has one entry per name)
 SCALE_NAMES = ("quick", "cpu", "paper")
-
-
-def parse_m(value: str | int | float) -> float:
-    """Parse a pool size: a non-negative integer or ``inf``."""
-    if isinstance(value, str):
-        v = value.strip().lower()
-        if v in ("inf", "infinity", "oo"):
-            return INF
-        try:
-            value = int(v)
-        except ValueError:
-            raise PrivnluError(f"m must be a non-negative integer or 'inf', not '{value}'") from None
-    if value != INF and (value < 0 or int(value) != value):
-        raise PrivnluError(f"m must be a non-negative integer or 'inf', not {value} (m = 0 means no mask)")
-    return float(value) if value == INF else int(value)

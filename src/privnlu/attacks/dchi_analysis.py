@@ -133,3 +133,55 @@ def calibrate_eta(space: TokenSpace, tokens: torch.Tensor, target: float, rng: S
     eta = bisect_eta(acc, target, lo=eta_range[0], hi=eta_range[1])
     return {"kind": "dchi", "analysis": "calibration", "target_accuracy": target, "eta": eta, "accuracy_at_eta": acc(eta),
             "tokens": len(ids), "dim": space.dim, "mean_noise_norm": space.dim / eta, "seconds": time.perf_counter() - t0}
+
+
+# -- the analyses as runs (``privnlu dchi calibrate``, ``privnlu dchi analyze``) ----------------------------------
+
+ANALYSES = ("geometry", "examples", "deniability", "inversion")
+
+
+def calibrate(target: float, *, tokens: str = "vocab", split: str = "dev", max_tokens: int = 3000,
+              eta_range: tuple[float, float] = (1.0, 1e5), model: str | None = None, data_dir: str | None = None,
+              seed: int | None = None) -> dict:
+    """The eta at which nearest-neighbour inversion recovers ``target`` of the tokens: of a task split
+    (``tokens`` = a task name), or of a uniform vocabulary sample (``vocab``; then ``target`` bounds the mean
+    N_w / draws). Returns the record (kind ``dchi``, analysis ``calibration``)."""
+    from ..mechanisms.dchi import load_token_space
+
+    if not 0 < target < 1:
+        raise PrivnluError(f"--target must be in (0, 1), not {target}")
+    if len(eta_range) != 2 or not eta_range[0] < eta_range[1]:
+        raise PrivnluError("--eta-range must be two increasing positive numbers, e.g. 1,100000")
+    rng = SecretGenerator(seed, warn=False)
+    space, tok = load_token_space(model)
+    if tokens == "vocab":
+        ids = space.regular_ids[rng.choice(len(space.regular_ids), min(max_tokens, len(space.regular_ids)))]
+    else:
+        ids = dataset_tokens(tokens, split, tokenizer=tok, data_dir=data_dir, limit=max_tokens)
+    rec = calibrate_eta(space, ids, target, rng, eta_range=(float(eta_range[0]), float(eta_range[1])))
+    rec.update(model=model or "packaged MiniLM", tokens_from=tokens)
+    return rec
+
+
+def analyze(analysis: str, *, etas: tuple[float, ...] = PAPER_ETAS, eta: float = 100.0, task: str = "sst2",
+            max_tokens: int | None = None, sample: int | None = None, draws: int = 1000, model: str | None = None,
+            data_dir: str | None = None, seed: int | None = None) -> dict:
+    """One analysis of Qu et al. 2021 section 5 (see :data:`ANALYSES`); returns its record (kind ``dchi``)."""
+    from ..errors import require_choice
+    from ..mechanisms.dchi import load_token_space
+
+    require_choice("analysis", analysis, ANALYSES)
+    check_etas((eta,))
+    rng = SecretGenerator(seed, warn=False)
+    space, tok = load_token_space(model)
+    if analysis == "geometry":
+        rec = geometry(space, etas, rng, sample=sample)
+    elif analysis == "examples":
+        rec = examples(space, tok, etas, rng, top_eta=eta, draws=draws)
+    elif analysis == "deniability":
+        rec = deniability(space, eta, rng, draws=draws, sample=sample)
+    else:
+        rec = inversion(space, dataset_tokens(task, "dev", tokenizer=tok, data_dir=data_dir, limit=max_tokens), etas,
+                        rng, task=task)
+    rec["model"] = model or "packaged MiniLM"
+    return rec

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..mechanisms.dchi import TokenSpace, m_rep
+from ..mechanisms.dchi import TokenSpace
+from ..mechanisms.dchi_stats import unchanged_share
 
 
 @dataclass(frozen=True)
@@ -30,12 +31,7 @@ class NearestNeighbourInversion:
 
 
 def inversion_accuracy(space: TokenSpace, token_ids: torch.Tensor, eta: float, rng, *, chunk: int = 8192) -> float:
-    """Evaluator: privatize regular ``token_ids`` with M_rep, run the attack, return exact-recovery accuracy."""
-    ids = token_ids[~space.special[token_ids]]
-    attacker = NearestNeighbourInversion(space)
-    hits = 0
-    for s in range(0, len(ids), chunk):
-        part = ids[s : s + chunk]
-        noisy = m_rep(space, part, eta, rng)  # what the attacker receives
-        hits += int((attacker.invert(noisy) == part).sum())
-    return hits / max(1, len(ids))
+    """Evaluator: privatize regular ``token_ids`` with M_rep, guess each as the nearest regular token (the attack
+    above, which holds only the public table), return the exact-recovery accuracy; that is the share of tokens
+    M_txt leaves unchanged (:func:`privnlu.mechanisms.dchi_stats.unchanged_share`)."""
+    return unchanged_share(space, token_ids, eta, rng, chunk=chunk)

@@ -235,3 +235,32 @@ def audit_dchi(space, eta: float, pairs: list[tuple[int, int]], *, mechanism: st
                    + (" (M_txt: embedding of the output token)" if mechanism == "txt" else "")}
         results.append(_result(f"dchi-{mechanism}", eta * dist, 0.0, stats[a], stats[b], details))
     return results
+
+
+def audit_claim(scheme, *, dim: int = 64, epochs: int = 1, draws: int | None = None, pairs: int = 3,
+                target_loss: float = 2.0, model: str | None = None, seed: int | None = None,
+                progress: Callable[[int], None] | None = None) -> dict:
+    """The empirical audit of a scheme's claim (``privnlu dp audit``): the real DP instance encoding of ``scheme``
+    (calibrated for ``epochs`` encodings per example at width ``dim``) on worst-case neighbours, or the real d_chi
+    mechanism of a d_chi scheme on ``pairs`` token pairs of ``model``'s table whose claim ``eta d(x, x')`` is
+    closest to ``target_loss``. Returns the record (kind ``dp-audit``); ``violated`` is True when a 95 % lower
+    bound on epsilon exceeds the claim. ``seed``: EXPERIMENTS ONLY."""
+    from ..version import __version__
+
+    rng = SecretGenerator(seed, warn=False)
+    dchi = scheme.formal == "metric-dp"
+    draws = draws or (20_000 if scheme.level == "text" else 100_000)
+    if dchi:
+        from ..mechanisms.dchi import load_token_space
+
+        scheme.require("eta")
+        space, _ = load_token_space(model)
+        chosen = pick_pairs(space, scheme.eta, pairs, target=target_loss, seed=seed if seed is not None else 0)
+        mechanism = "rep" if scheme.mechanism == "rep" else "txt"
+        results = audit_dchi(space, scheme.eta, chosen, mechanism=mechanism, draws=draws, rng=rng, progress=progress)
+    else:
+        results = [audit_encoding(scheme.calibrate(dim=dim, epochs=epochs), draws=draws, rng=rng, progress=progress)]
+    return {"kind": "dp-audit", "privnlu": __version__, "scheme": scheme.name,
+            "mechanism": scheme.name if dchi else scheme.mechanism, "draws_per_hypothesis": draws,
+            "experiment_seed": seed, "results": [r.to_json() for r in results],
+            "violated": any(r.violated for r in results)}

@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -438,3 +439,64 @@ def attack_capture(capture, *, round: int, node_id: int | None = None, label: to
     out = GradientMatchingAttack(head, config=config).run(grads, label, dim=dim, masked=masked)
     return out, {"round": round, "node_id": entry["node_id"], "label": label.argmax().item(),
                  "num_examples": entry["metrics"]["metrics"].get("num-examples")}
+
+
+# -- the Table 2 sweep as a run ---------------------------------------------------------------------------------
+
+def run_sweep(out: str | Path, *, task: str = "sst2", data_dir: str | None = None, cache_dir: str | None = None,
+              dims: list[int] = (4, 16, 64, 256, 1024), ks: list[int] = (0, 1, 2, 4), trials: int = 50,
+              iterations: int = 1200, seed: int = 0, victim: str = "hidden", train_limit: int | None = None,
+              max_minutes: float | None = None, resume: bool = False, log=lambda s: None) -> dict:
+    """TextHide Table 2: ``trials`` batch-size-1 attacks per (d, k) with m = 1, on the task's cached training
+    representations (k = 0 is the no-TextHide baseline), written to ``out`` after every finished round (so
+    ``resume`` keeps finished attacks); returns the record (kind ``gradient_attack``)."""
+    from ..data import get_task
+    from ..io import read_json, write_json_atomic
+    from ..models import FeatureCache, load_encoder
+    from ..paper_values.huang2020_gradient import PAPER_TABLE2
+
+    if victim not in VICTIMS:
+        raise PrivnluError(f"--victim must be one of {', '.join(VICTIMS)}, not '{victim}'")
+    cfg = GradientMatchingConfig(iterations=iterations, seed=seed)
+    out, dims, ks = Path(out), list(dims), list(ks)
+    torch.set_num_threads(1)
+    t0 = time.time()
+    spec = get_task(task)
+    train = spec.load("train", data_dir).head(train_limit)
+    feats = FeatureCache(cache_dir).get(load_encoder(), train, progress=False)
+    settings = ("gradient_attack", "sweep", spec.name, dims, ks, trials, seed, iterations, victim, train_limit)
+    done: list[dict] = []
+    if resume and out.exists():
+        try:
+            old = read_json(out)
+            same = (old["kind"], old["source"], old["task"], old["dims"], old["ks"], old["trials"],
+                    old["config"]["seed"], old["config"]["iterations"], old.get("victim", "input"),
+                    old.get("train_limit")) == settings
+            done = list(old["rows"])
+        except (OSError, ValueError, KeyError, TypeError):
+            raise PrivnluError(f"--resume: {out} is not an `attack gradient` sweep result") from None
+        if not same:
+            raise PrivnluError(f"--resume: {out} was written with other settings (task, dims, ks, trials, seed, "
+                               "iterations, victim, train limit)")
+    skip = {row_key(r) for r in done}
+    if skip:
+        log(f"resuming {out}: {len(skip)} finished attacks kept")
+
+    def record(rows: list[dict], complete: bool) -> dict:
+        return {"kind": "gradient_attack", "source": "sweep", "complete": complete, "task": spec.name,
+                "train_limit": train_limit, "encoder": "packaged MiniLM (cls)", "victim": victim, "batch_size": 1,
+                "m": 1, "trials": trials, "dims": dims, "ks": ks, "config": cfg.__dict__, "summary": summarize(rows),
+                "paper": PAPER_TABLE2, "rows": rows, "seconds": round(time.time() - t0, 1)}
+
+    def progress(row: dict) -> None:
+        done.append(row)
+        log(f"d={row['d']:5d} k={row['k']} mse={row['mse']:.2e} success={row['success']} ({row['seconds']:.1f}s)")
+        if len(done) % max(1, len(dims) * len(ks)) == 0:  # a finished round: keep partial results
+            write_json_atomic(out, record(done, complete=False))
+
+    deadline = t0 + 60 * max_minutes if max_minutes else None
+    sweep(feats.features, feats.labels, dims=dims, ks=ks, trials=trials, seed=seed, config=cfg, progress=progress,
+          skip=skip, victim=victim, deadline=deadline)
+    rec = record(done, complete=len(done) == trials * len(dims) * len(ks))
+    write_json_atomic(out, rec)
+    return rec

@@ -212,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ..federated.config import FederatedConfig
     from ..io import write_json_atomic
+    from ..schemes import get
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--task", default="sst2")
@@ -233,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                                       (int(x) for x in args.trials.split(",")),
                                       (int(x) for x in args.span_trials.split(","))):
         for scheme in args.schemes.split(","):
-            th = dict(m="0", k=1) if scheme == "none" else dict(m="16", k=min(4, b))
+            th = dict(m="0", k=1) if get(scheme).release == "none" else dict(m="16", k=min(4, b))
             cfg = FederatedConfig(task=args.task, model=args.model, clients=2, rounds=1, batch_size=b, mode="joint",
                                   train_embeddings=True, scheme=scheme, train_limit=args.train_limit, dev_limit=8,
                                   seed=args.seed, eval_mask="none", **th)

@@ -6,7 +6,7 @@
 """
 
 from .frontier import Point, pareto_front, recommend
-from .grid import DEMO, SCHEMES, AuditSettings, GridPoint, grid
+from .grid import DEMO, AuditSettings, GridPoint, grid
 from .run import run_audit
 
-__all__ = ["DEMO", "SCHEMES", "AuditSettings", "GridPoint", "Point", "grid", "pareto_front", "recommend", "run_audit"]
+__all__ = ["DEMO", "AuditSettings", "GridPoint", "Point", "grid", "pareto_front", "recommend", "run_audit"]

@@ -1,56 +1,57 @@
-"""The audit's settings and its grid of (scheme, setting) points."""
+"""The audit's settings and its grid of (scheme, setting) points.
+
+The grid covers every scheme of the registry (:mod:`privnlu.schemes`) unless ``schemes`` names fewer: one point
+for a scheme without parameters, one per (m, k) of ``texthide`` for the per-batch encodings, one per epsilon for a
+scheme with a DP guarantee, and one per target token-inversion accuracy (which fixes eta) for the d_chi releases.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from ..choices import AUDIT_SCHEMES, DP_POINT, TEXTHIDE_POINT  # noqa: F401 (re-exported)
 from ..errors import PrivnluError, require
-from ..mechanisms.dp import check_dp_settings
-from ..mechanisms.texthide import m_label, parse_m
+from ..params import m_label, parse_m
+from ..schemes import Scheme, canonical, create, get, names
 
-SCHEMES = AUDIT_SCHEMES
-TITLES = {
-    "none": "no privacy",
-    "texthide-intra": "TextHide-intra",
-    "texthide-inter": "TextHide-inter",
-    "dp-ie": "DP instance encoding",
-    "dchi-text": "d_chi text-to-text",
-    "dchi-token": "d_chi token-rep",
-    "dchi-sequence": "d_chi sequence-rep",
-}
-#: the attack each scheme is audited with (the strongest applicable one in privnlu)
-ATTACKS = {
-    "none": "similarity search on the released representation",
-    "texthide-intra": "reconstruction (Xie & Hong 2021), then search",
-    "texthide-inter": "reconstruction (Xie & Hong 2021), then search",
-    "dp-ie": "reconstruction (Xie & Hong 2021), then search",
-    "dchi-text": "search on the privatized text's embedding",
-    "dchi-token": "nearest-token inversion, then search",
-    "dchi-sequence": "similarity search on the noisy representation",
-}
+#: Huang et al. 2020's recommended (m, k)
+TEXTHIDE_POINT = (256, 4)
+#: Xie & Hong 2022, Algorithm 1: clip, mix k = 4, noise on each encoding, no sign mask
+DP_POINT = (0, 4)
 
 
 @dataclass(frozen=True)
 class GridPoint:
-    """One point of the grid: a scheme and its parameters."""
+    """One point of the grid: a scheme (canonical name) and its parameters."""
 
     scheme: str
     m: float = 0
     k: int = 1
-    epsilon: float | None = None  # dp-ie
+    epsilon: float | None = None  # a scheme with a DP guarantee
     target: float | None = None  # d_chi: target token-inversion accuracy that fixes eta
 
     @property
     def name(self) -> str:
         """File-name-safe identifier."""
-        if self.scheme.startswith("texthide"):
-            return f"{self.scheme}-m{m_label(self.m)}-k{self.k}"
-        if self.scheme == "dp-ie":
-            return f"dp-ie-m{m_label(self.m)}-k{self.k}-eps{self.epsilon:g}"
-        if self.scheme.startswith("dchi"):
+        cls = get(self.scheme, warn=False)
+        if self.target is not None:
             return f"{self.scheme}-t{self.target:g}"
+        if self.epsilon is not None:
+            return f"{self.scheme}-m{m_label(self.m)}-k{self.k}-eps{self.epsilon:g}"
+        if cls.release == "per-batch":
+            return f"{create(self.scheme, m=self.m, k=self.k).variant}-m{m_label(self.m)}-k{self.k}"
         return self.scheme
+
+    def scheme_object(self, settings: "AuditSettings", *, eta: float | None = None) -> Scheme:
+        """The point's scheme with every parameter set (``eta``: the calibrated eta of a d_chi point)."""
+        cls = get(self.scheme, warn=False)
+        if cls.formal == "dp":
+            return create(self.scheme, m=self.m, k=self.k, epsilon=self.epsilon, mechanism=settings.dp_mechanism,
+                          delta=settings.dp_delta, clip=settings.dp_clip)
+        if cls.release == "per-batch":
+            return create(self.scheme, m=self.m, k=self.k)
+        if cls.release == "once":
+            return create(self.scheme, eta=eta)
+        return create(self.scheme)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -83,13 +84,12 @@ class AuditSettings:
     dp_clip: float = 1.0
     dchi_targets: tuple[float, ...] = (0.1, 0.34, 0.7)
     calibration_tokens: int = 3000
-    schemes: tuple[str, ...] = SCHEMES
+    schemes: tuple[str, ...] = field(default_factory=names)
     data_dir: str | None = field(default=None, compare=False)
     cache_dir: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        for s in self.schemes:
-            require(s in SCHEMES, f"unknown scheme '{s}'; choose from {', '.join(SCHEMES)}")
+        object.__setattr__(self, "schemes", tuple(canonical(s) for s in self.schemes))
         require(self.mode in ("frozen", "joint"), f"unknown mode '{self.mode}'; use frozen or joint")
         for name in ("n_private", "distractors", "attack_epochs", "aux_size", "public_size", "epochs", "calibration_tokens", "max_length"):
             require(getattr(self, name) >= 1, f"{name.replace('_', ' ')} must be >= 1")
@@ -97,12 +97,12 @@ class AuditSettings:
         require(self.attack_epochs >= 2, "the reconstruction attack needs at least 2 encodings per sentence (--encodings-per-example 2)")
         for t in self.dchi_targets:
             require(0 < t < 1, f"every d_chi target accuracy must be in (0, 1), not {t}")
-        for e in self.dp_epsilons:
-            check_dp_settings(self.dp_mechanism, e, self.dp_delta, self.dp_clip, "correct")
         for m, k in self.texthide + (self.dp_point,):
-            parse_m(m)
             require(k >= 2, f"TextHide points need k >= 2 (inter mixes floor(k/2) public rows), not {k}")
-        if self.mode == "joint" and any(s.startswith("dchi") for s in self.schemes):
+        for point in grid(self):  # every scheme checks its own parameters (the d_chi eta comes later)
+            if point.target is None:
+                point.scheme_object(self)
+        if self.mode == "joint" and any(get(s).release == "once" for s in self.schemes):
             raise PrivnluError("d_chi schemes are audited in frozen mode only; for joint fine-tuning under d_chi use "
                                "'privnlu dchi finetune', or pass --schemes without the dchi-* ones")
 
@@ -121,14 +121,15 @@ def grid(s: AuditSettings) -> list[GridPoint]:
     """The audit's points, in the order they are run."""
     pts: list[GridPoint] = []
     for scheme in s.schemes:
-        if scheme == "none":
-            pts.append(GridPoint("none"))
-        elif scheme.startswith("texthide"):
+        cls = get(scheme)
+        if cls.formal == "dp":
+            pts += [GridPoint(scheme, parse_m(s.dp_point[0]), s.dp_point[1], epsilon=e) for e in s.dp_epsilons]
+        elif cls.release == "per-batch":
             pts += [GridPoint(scheme, parse_m(m), k) for m, k in s.texthide]
-        elif scheme == "dp-ie":
-            pts += [GridPoint("dp-ie", parse_m(s.dp_point[0]), s.dp_point[1], epsilon=e) for e in s.dp_epsilons]
-        else:
+        elif cls.release == "once":
             pts += [GridPoint(scheme, target=t) for t in s.dchi_targets]
+        else:
+            pts.append(GridPoint(scheme))
     return pts
 
 

@@ -12,8 +12,11 @@ For each grid point (:mod:`privnlu.audit.grid`) the audit measures
   random gives ``n / (n + D)`` in expectation: the random-guess reference;
 * each scheme's own leakage figures (token survival for d_chi, the keyless ``|x~|`` head's accuracy and the
   reconstruction success of Xie & Hong 2021 for TextHide and DP-IE);
-* the **guarantee**: the accounted per-example (epsilon, delta) of the whole training release for DP-IE
-  (dp-accounting, via :mod:`privnlu.mechanisms.dp`), none for TextHide, eta (metric DP) for d_chi.
+* the **guarantee**: the scheme's own (:meth:`privnlu.schemes.Scheme.guarantee`): the accounted per-example
+  (epsilon, delta) of the whole training release for DP-IE, none for TextHide, eta (metric DP) for d_chi.
+
+The attack of a point is the first of its scheme's threat model (``scheme.threat.attacks``), from :data:`ATTACKS`;
+a scheme whose threat model lists ``keyless-abs-head`` is also checked with that head (frozen mode).
 
 One results JSON per point under ``OUT/points``; a rerun skips a point whose file exists with the same settings.
 """
@@ -29,28 +32,27 @@ from typing import Callable, Iterator
 import torch
 from tqdm.auto import tqdm
 
-from ..version import __version__
 from ..attacks.audit import Condition, reconstruction_audit
+from ..attacks.dchi_analysis import calibrate_eta
 from ..attacks.dchi_inversion import NearestNeighbourInversion
 from ..attacks.reconstruction import CLUSTERINGS, ReconstructionConfig
+from ..attacks.reconstruction_sweep import select_examples
 from ..attacks.search import SimilaritySearch
 from ..attacks.threat import SEARCH_THREAT, AttackerView, Corpus
-from ..data import metrics
+from ..data import load_public_corpus, metrics
 from ..errors import PrivnluError, require
-from ..attacks.dchi_analysis import calibrate_eta
-from ..training.engine import Prepared, RunSpec, prepare, train_run, with_scheme
-from ..attacks.reconstruction_sweep import select_examples
 from ..io import read_json, write_json_atomic
-from ..models.encoder import public_model_name
 from ..mechanisms.dchi import TokenSpace, privatized_positions
 from ..mechanisms.dchi_stats import token_ids_of
-from ..mechanisms.dp import DPSettings
-from ..mechanisms.texthide import m_label
+from ..models.encoder import public_model_name
+from ..params import m_label
 from ..rng import SecretGenerator
+from ..schemes import NoPrivacy, Scheme, create
 from ..training import TrainConfig
-from . import dchi_release
+from ..training.engine import Prepared, RunSpec, prepare, release_once, train_run
+from ..version import __version__
 from .frontier import clopper_pearson
-from .grid import ATTACKS, TITLES, AuditSettings, GridPoint, grid
+from .grid import AuditSettings, GridPoint, grid
 
 N_EXAMPLES = 3
 
@@ -98,7 +100,7 @@ def base_spec(s: AuditSettings) -> RunSpec:
 def build_context(s: AuditSettings, out: Path, *, progress: bool = True) -> Context:
     """Load the task and its clean representations (feature cache), pick the private sample and the candidates."""
     base = base_spec(s)
-    prep = prepare(replace(with_scheme(base, m=256, k=4, inter=True), mode="frozen"), progress=progress)
+    prep = prepare(replace(base, scheme=create("texthide-inter"), mode="frozen"), progress=progress)
     assert prep.train_x is not None and prep.public_x is not None
     private, aux, _ = select_examples(prep, s.n_private, s.aux_size, s.seed)
     first = prep.task.eval_splits[0]
@@ -130,8 +132,6 @@ def build_context(s: AuditSettings, out: Path, *, progress: bool = True) -> Cont
 
 
 def _public_texts(s: AuditSettings) -> list[str]:
-    from ..data import load_public_corpus
-
     return load_public_corpus("wiki", s.public_size).texts_a
 
 
@@ -157,7 +157,7 @@ def _search(ctx: Context, queries: torch.Tensor) -> list[int]:
     return [int(i) for i in SimilaritySearch().run(view).index]
 
 
-def _reconstruct(ctx: Context, point: GridPoint, mechanism=None) -> tuple[list[int], dict, list[dict]]:
+def _reconstruct(ctx: Context, point: GridPoint, scheme: Scheme, mechanism=None) -> tuple[list[int], dict, list[dict]]:
     """Xie & Hong 2021 on a release of the private sample; the strongest clustering method's names."""
     s, prep = ctx.settings, ctx.prep
     assert prep.train_x is not None
@@ -169,7 +169,7 @@ def _reconstruct(ctx: Context, point: GridPoint, mechanism=None) -> tuple[list[i
                                  ctx.rng(), epochs=s.attack_epochs, auxiliary=auxiliary, candidates=ctx.candidates,
                                  private_texts=texts, config=ReconstructionConfig(seed=s.seed if s.seed is not None else 0),
                                  methods=CLUSTERINGS, mechanism=mechanism, num_labels=len(prep.task.label_names),
-                                 public=prep.public_x if point.scheme == "texthide-inter" else None, keep_guesses=True)
+                                 public=prep.public_x if getattr(scheme, "inter", False) else None, keep_guesses=True)
     best = max(r["methods"], key=lambda m: reidentification(r["methods"][m].get("guesses", []), ctx.n)["rate"])
     res = r["methods"][best]
     guesses, truth = res.pop("guesses", []), res.pop("group_truth", [])
@@ -225,110 +225,115 @@ def _train(ctx: Context, spec: RunSpec, prep: Prepared | None = None) -> dict:
 def run_point(ctx: Context, point: GridPoint) -> dict:
     """Train, attack and score one grid point; returns its results record."""
     t0 = time.time()
-    s, prep, base = ctx.settings, ctx.prep, ctx.base
+    s, prep = ctx.settings, ctx.prep
     own: dict = {}
     eta = None
-    if point.scheme == "none":
-        train = _train(ctx, base)
-        guesses = _search(ctx, ctx.candidates.x[: ctx.n])
-        examples = _search_examples(ctx, guesses, ["(its clean representation)"] * ctx.n)
-        guarantee = {"kind": "none", "text": "none (no privatization)"}
-    elif point.scheme.startswith("texthide"):
-        spec = with_scheme(base, m=point.m, k=point.k, inter=point.scheme == "texthide-inter")
-        train = _train(ctx, spec)
-        if s.mode == "frozen":  # the keyless head: trained on |x~|, used on plain |h(x)|, no key needed
-            keyless = _train(ctx, replace(spec, train=replace(spec.train, abs_input=True, eval_mask="none")))
-            own["keyless_abs_head"] = keyless["score"]
-        guesses, rec_own, examples = _reconstruct(ctx, point)
-        own.update(rec_own)
-        guarantee = {"kind": "none", "text": "none (TextHide has no formal guarantee)"}
-    elif point.scheme == "dp-ie":
-        dp = DPSettings(s.dp_mechanism, point.epsilon, s.dp_delta, s.dp_clip)
-        spec = with_scheme(base, m=point.m, k=point.k, dp=dp)
-        train = _train(ctx, spec)
-        cal = dp.calibrate(dim=prep.encoder.dim, k=point.k, epochs=s.attack_epochs)
-        guesses, own, examples = _reconstruct(ctx, point, cal.mechanism)
-        acc = train["dp"] or {}
-        eps = acc.get("accounted_epsilon", point.epsilon)
-        guarantee = {"kind": "dp", "epsilon": eps, "delta": s.dp_delta,
-                     "text": f"({eps:.3g}, {s.dp_delta:g})-DP per example, whole training release"}
-        if s.mode == "joint":  # the encoder saw the clean private inputs: no guarantee (models.card.JOINT_DP_CAVEAT)
-            guarantee = {"kind": "none", "text": f"none in joint mode (a fixed encoder would give ({eps:.3g}, "
-                                                 f"{s.dp_delta:g})-DP): the encoder was fine-tuned on the clean inputs"}
-    else:
+    if point.target is not None:  # d_chi: eta calibrated for the target, the data released once
         cal = calibrated_eta(ctx, point.target)
         eta = float(cal["eta"])
-        guesses, own, examples, train = _dchi(ctx, point, eta)
+        scheme = point.scheme_object(s, eta=eta)
+        spec = replace(ctx.base, scheme=scheme)
+        released = release_once(spec, prep, rng=ctx.rng(), progress=ctx.progress, keep=ctx.private)
+        train = _train(ctx, replace(ctx.base, scheme=NoPrivacy()), released)
         own["calibration_accuracy"] = cal["accuracy_at_eta"]
-        unit = "sentence representation" if point.scheme == "dchi-sequence" else "token"
-        guarantee = {"kind": "metric-dp", "eta": eta,
-                     "text": f"eta = {eta:.3g} metric DP per {unit} (exp(eta d) bound), no (epsilon, delta)"}
+    else:
+        scheme = point.scheme_object(s)
+        spec = replace(ctx.base, scheme=scheme)
+        released = prep
+        train = _train(ctx, spec)
+        if "keyless-abs-head" in scheme.threat.attacks and s.mode == "frozen":
+            # the keyless head: trained on |x~|, used on plain |h(x)|, no key needed
+            keyless = _train(ctx, replace(spec, train=replace(spec.train, abs_input=True, eval_mask="none")))
+            own["keyless_abs_head"] = keyless["score"]
+    attack = scheme.threat.attacks[0]
+    guesses, attack_own, examples = ATTACKS[attack](ctx, point, scheme, released)
+    own.update(attack_own)
+    guarantee = scheme.guarantee(calibration=train["dp"], joint=s.mode == "joint",
+                                 model=public_model_name(prep.encoder))
     return {
         "kind": "audit", "privnlu": __version__, "task": prep.task.name, "metric": prep.task.metric,
-        "scheme": point.scheme, "scheme_title": TITLES[point.scheme], "setting": _setting(point, eta),
+        "scheme": point.scheme, "scheme_title": scheme.title, "setting": _setting(point, eta),
         "point": point.to_json(), "name": point.name, "mode": s.mode,
         "utility": round(float(train["score"]), 2), "train": train,
-        "reid": {**reidentification(guesses, ctx.n), "attack": ATTACKS[point.scheme], "candidates": len(ctx.candidates),
-                 "distractors": len(ctx.candidates) - ctx.n},
+        "reid": {**reidentification(guesses, ctx.n), "attack": scheme.threat.audit_attack,
+                 "candidates": len(ctx.candidates), "distractors": len(ctx.candidates) - ctx.n},
         "random_guess_reid": round(ctx.random_reid, 3), "chance_utility": round(ctx.chance_utility, 2),
-        "own_leakage": own, "guarantee": guarantee, "examples": examples,
+        "own_leakage": own, "guarantee": guarantee.to_json(), "examples": examples,
         "n_train": len(prep.train), "encoder": public_model_name(prep.encoder), "settings": s.key(point),
         "experiment_seed": s.seed, "seconds": round(time.time() - t0, 1),
     }
 
 
 def _setting(point: GridPoint, eta: float | None) -> str:
-    if point.scheme.startswith("texthide"):
-        return f"m = {m_label(point.m)}, k = {point.k}"
-    if point.scheme == "dp-ie":
+    if point.epsilon is not None:
         return f"epsilon = {point.epsilon:g} (m = {m_label(point.m)}, k = {point.k})"
     if eta is not None:
         return f"eta = {eta:.3g} (token inversion {point.target:g})"
+    if point.k > 1:
+        return f"m = {m_label(point.m)}, k = {point.k}"
     return ""
 
 
-def _dchi(ctx: Context, point: GridPoint, eta: float) -> tuple[list[int], dict, list[dict], dict]:
-    s, prep = ctx.settings, ctx.prep
-    enc, rng = prep.encoder, ctx.rng()
-    assert prep.train_x is not None
-    kw = dict(max_length=s.max_length, progress=ctx.progress)
-    tr = dchi_release.release(point.scheme, enc, ctx.space, prep.train, prep.train_x, eta, rng, keep=ctx.private,
-                              desc=f"{point.name} train", **kw)
-    evs = {sp: dchi_release.release(point.scheme, enc, ctx.space, ds, prep.eval_x[sp], eta, rng, desc=f"{point.name} {sp}", **kw)
-           for sp, ds in prep.evals.items()}
-    private_prep = replace(prep, train_x=tr.features, eval_x={sp: r.features for sp, r in evs.items()})
-    train = _train(ctx, ctx.base, private_prep)
-    own: dict = {}
-    rows = ctx.private.tolist()
-    if point.scheme == "dchi-sequence":
-        queries = tr.features[ctx.private]
-        released = [f"({enc.dim}-d noisy representation)"] * ctx.n
-    elif point.scheme == "dchi-text":
-        queries = tr.features[ctx.private]  # h(M_txt(x)): the attacker embeds the privatized text with the public h
-        released = [enc.tokenizer.decode(tr.kept[r][2], skip_special_tokens=True) for r in rows]
-        own["token_survival"] = round(tr.surviving / max(1, tr.privatized), 4)
-    else:
-        inv = NearestNeighbourInversion(ctx.space)
-        hit = total = 0
-        recovered_ids = []
-        for r in rows:
-            ids, mask, noisy = tr.kept[r]
-            pos = privatized_positions(ctx.space, ids, mask)
-            guess = ids.clone()  # special tokens are sent unnoised; the attacker sees where they are
-            guess[pos] = inv.invert(noisy[pos])
-            hit += int((guess[pos] == ids[pos]).sum())
-            total += int(pos.sum())
-            recovered_ids.append((guess, mask))
-        own["token_survival"] = round(hit / max(1, total), 4)
-        with torch.no_grad():
-            queries = torch.cat([enc(g[None], m[None]).float() for g, m in recovered_ids])
-        released = [enc.tokenizer.decode(g[m.bool()], skip_special_tokens=True) for g, m in recovered_ids]
+# -- the attacks, by the names the schemes' threat models give ------------------------------
+
+def _search_attack(ctx: Context, point: GridPoint, scheme: Scheme, released: Prepared):
+    """Similarity search with the released representation of each private sentence (clean without privacy)."""
+    assert released.train_x is not None
+    guesses = _search(ctx, released.train_x[ctx.private])
+    what = "(its clean representation)" if scheme.release == "none" else f"({ctx.prep.encoder.dim}-d noisy representation)"
+    return guesses, {}, _search_examples(ctx, guesses, [what] * ctx.n)
+
+
+def _reconstruction_attack(ctx: Context, point: GridPoint, scheme: Scheme, released: Prepared):
+    """Xie & Hong 2021 on a release of the private sample under the scheme (with its noise, if any)."""
+    mechanism = None
+    if scheme.formal == "dp":
+        mechanism = scheme.calibrate(dim=ctx.prep.encoder.dim, epochs=ctx.settings.attack_epochs).mechanism
+    return _reconstruct(ctx, point, scheme, mechanism)
+
+
+def _text_search_attack(ctx: Context, point: GridPoint, scheme: Scheme, released: Prepared):
+    """Search with the embedding of each private sentence's privatized text: the attacker embeds the text it
+    received with the public encoder."""
+    tr = released.released
+    assert released.train_x is not None and tr is not None
+    guesses = _search(ctx, released.train_x[ctx.private])
+    enc = ctx.prep.encoder
+    texts = [enc.tokenizer.decode(tr.kept[r][2], skip_special_tokens=True) for r in ctx.private.tolist()]
+    own = {"token_survival": round(tr.surviving / max(1, tr.privatized), 4)}
+    return guesses, own, _search_examples(ctx, guesses, texts)
+
+
+def _token_inversion_attack(ctx: Context, point: GridPoint, scheme: Scheme, released: Prepared):
+    """Nearest-token inversion of each private sentence's noisy token embeddings, then search with the embedding
+    of the recovered tokens."""
+    tr, enc = released.released, ctx.prep.encoder
+    assert tr is not None
+    inv = NearestNeighbourInversion(ctx.space)
+    hit = total = 0
+    recovered = []
+    for r in ctx.private.tolist():
+        ids, mask, noisy = tr.kept[r]
+        pos = privatized_positions(ctx.space, ids, mask)
+        guess = ids.clone()  # special tokens are sent unnoised; the attacker sees where they are
+        guess[pos] = inv.invert(noisy[pos])
+        hit += int((guess[pos] == ids[pos]).sum())
+        total += int(pos.sum())
+        recovered.append((guess, mask))
+    with torch.no_grad():
+        queries = torch.cat([enc(g[None], m[None]).float() for g, m in recovered])
     guesses = _search(ctx, queries)
-    examples = _search_examples(ctx, guesses, released)
-    if point.scheme == "dchi-token":
-        for e in examples:
-            e["released"] = "inverted tokens: " + e["released"]
-    return guesses, own, examples, train
+    texts = ["inverted tokens: " + enc.tokenizer.decode(g[m.bool()], skip_special_tokens=True) for g, m in recovered]
+    return guesses, {"token_survival": round(hit / max(1, total), 4)}, _search_examples(ctx, guesses, texts)
+
+
+#: attack name (a scheme's ``threat.attacks``) -> (ctx, point, scheme, released data) -> (guesses, own, examples)
+ATTACKS: dict[str, Callable[..., tuple[list[int], dict, list[dict]]]] = {
+    "search": _search_attack,
+    "reconstruction": _reconstruction_attack,
+    "text-search": _text_search_attack,
+    "token-inversion": _token_inversion_attack,
+}
 
 
 # -- the audit --------------------------------------------------------------------

@@ -6,19 +6,21 @@ import argparse
 import time
 from pathlib import Path
 
-from .common import add_recipe_args, say, warn_seed
+from .common import say, warn_seed
+from .options import add
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="every privatization scheme on packaged tweets: utility vs re-identification, with a report",
+    p = sub.add_parser("demo", help="every privatization scheme on packaged tweets: utility vs re-identification, with a "
+                                    "report",
                        description="A compact `privnlu audit` on frozen MiniLM features of the packaged tweet-sentiment "
-                                   "corpus: no privacy, TextHide intra/inter, DP instance encoding and the three d_chi "
-                                   "mechanisms, each attacked with its strongest attack; the HTML report opens with the "
-                                   "privacy-utility frontier. A rerun skips finished points.")
-    p.add_argument("--out", default="runs/demo", help="output folder (default: runs/demo)")
-    p.add_argument("--task", default="tweets", help="task (default: tweets, packaged)")
-    p.add_argument("--model", help="a local Hugging Face model folder (default: packaged all-MiniLM-L6-v2)")
-    add_recipe_args(p)
+                                   "corpus: every scheme of the registry, each attacked with its strongest attack; the "
+                                   "HTML report opens with the privacy-utility frontier. A rerun skips finished points.")
+    add(p, "out", "task", "model", "epochs", "train_limit", "data_dir", "cache_dir", "seed",
+        out={"default": "runs/demo", "writes": "dir", "help": "output folder"},
+        task={"default": "tweets", "help": "task (packaged tweets by default)", "group": ""},
+        model={"group": ""}, train_limit={"group": ""}, data_dir={"group": ""}, cache_dir={"group": ""},
+        epochs={"group": ""})
     p.set_defaults(func=run)
 
 
@@ -35,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
                        train_limit=args.train_limit or DEMO.train_limit, data_dir=args.data_dir, cache_dir=args.cache_dir,
                        seed=args.seed)
     run_audit(settings, out, progress=not args.quiet, log=say)
-    page = build_report([out / "points"], out / "report", title=f"privnlu demo: which privatization for {args.task}, at what cost")
+    page = build_report([out / "points"], out / "report", title=f"privnlu demo: which privatization for {args.task}, "
+                                                               "at what cost")
     say(f"demo finished in {time.time() - t0:.0f} s; report: {page.resolve()}")
     return 0

@@ -27,14 +27,14 @@ from .options import check_outputs, finalize
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("train", "train a model on (privatized) data"),
     "predict": ("predict", "apply a trained run to new text (with the owner's key where the scheme needs one)"),
-    "encode": ("encode", "write TextHide encodings and mixed labels for a downstream party"),
+    "encode": ("encode", "write TextHide or DP encodings and mixed labels for a downstream party"),
     "sweep": ("sweep", "train over an m x k grid from cached features"),
     "audit": ("audit", "every privatization scheme on one task: utility vs sentence re-identification"),
     "federated": ("federated", "federated training with TextHide on Flower (FedSGD / FedAvg)"),
-    "dchi privatize": ("privatize", "d_chi-privatize a text file (token rep, text-to-text or sequence rep)"),
+    "dchi privatize": ("privatize", "d_chi-privatize a text file (text-to-text, token-rep or sequence-rep)"),
     "dchi calibrate": ("dchi", "find eta for a target token-inversion accuracy on this model"),
     "dchi analyze": ("dchi", "d_chi analyses: geometry, examples, plausible deniability, inversion"),
-    "dchi finetune": ("dchi_train", "privacy-constrained fine-tuning: null / sequence / token / text modes"),
+    "dchi finetune": ("dchi_train", "privacy-constrained fine-tuning: none / dchi-sequence / dchi-token / dchi-text"),
     "dchi pretrain": ("dchi_train", "privacy-adaptive MLM pretraining (vanilla / probability / denoising)"),
     "dp account": ("dp", "noise for an (epsilon, delta) target, and the epsilon the release really has; with "
                          "--ledger, every recorded release of each dataset composed"),

@@ -1,262 +1,203 @@
-"""What every subcommand's options may hold, in one place: numeric ranges, output locations and help text.
+"""Every command-line option, defined once: its flag, type, range, default and help (:data:`OPTIONS`).
 
-:func:`finalize` walks the whole argparse tree once, after every command has registered its options:
-
-* every parser refuses abbreviated option names (``allow_abbrev=False``);
-* every numeric option gets the range in :data:`RANGES` (checked as argparse parses the value, so a bad value is
-  a one-line usage error with exit code 2) and its range and default are stated in ``--help``;
-* an option without help text gets the shared text in :data:`HELP`;
-* an output option's metavar says FILE or DIR (from :data:`OUTPUTS`);
-* a renamed option's old spelling (:data:`RENAMED`) is a hidden alias that prints one deprecation line.
-
-:func:`check_outputs` checks every output location of the chosen command (:data:`OUTPUTS`) before any work starts:
-the nearest existing ancestor is a writable folder, and a file target is not a folder (a folder target not a file).
-A command adds an output by adding one line to :data:`OUTPUTS`; ``tests/test_cli_reliability.py`` fails for any
-``--out``-like option that is not declared here, and for any numeric option without a range.
+A command names the options it takes (:func:`add`, with per-command overrides of a default or help where a
+command means something narrower); the privacy schemes' parameters come from the registry
+(:func:`privnlu.schemes.options`). An option's ``writes`` says what kind of location it names: ``check_outputs``
+checks every one of the chosen command before any work starts. Renamed options keep their old spelling for one
+release (:data:`RENAMED`), as a hidden alias that prints one deprecation line.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from ..choices import DP_MECHANISMS, EVAL_MASKS, MODES, POOLINGS
 from ..errors import PrivnluError
+from ..params import DELTA, EPSILON, ETA, POS_INT, RATE, SEED, Option, Range, float_list, int_list, name_list
 
-#: the largest epsilon privnlu accepts (mechanisms.dp refuses more; the papers use at most 20)
-MAX_EPSILON = 1000.0
-#: the smallest delta: below this the PLD accountant's truncated tail mass exceeds delta (docs/dp_encoding.md)
-MIN_DELTA = 1e-15
+F, I = float, int
+ETAS = Range(lo=0, lo_open=True, hi=1e12, items=True)
+_ALL = [
+    # data
+    Option("task", "--task", "task name (see `privnlu tasks`), e.g. sst2, cola, tweets", group="data"),
+    Option("data_dir", "--data-dir", "GLUE data folder (default: $PRIVNLU_DATA, else ../shared/data/glue)", group="data"),
+    Option("train_limit", "--train-limit", "use only the first N training examples", I, range=POS_INT, group="data"),
+    Option("dev_limit", "--dev-limit", "use only the first N dev examples", I, range=POS_INT, group="data"),
+    Option("train_file", "--train-file", "your own train file (.csv, .tsv or .jsonl); --task then names it", group="data"),
+    Option("dev_file", "--dev-file", "your own dev file, same columns as --train-file", group="data"),
+    Option("text_col", "--text-col", "text column of --train-file", default="text", group="data"),
+    Option("text_pair_col", "--text-pair-col", "second text column, for sentence-pair tasks", group="data"),
+    Option("label_col", "--label-col", "label column", default="label", group="data"),
+    Option("regression", "--regression", "labels are numbers (metric: Pearson/Spearman)", kind="flag", group="data"),
+    Option("split", "--split", "which split", default="train"),
+    Option("public", "--public", "public corpus of TextHide-inter: wiki (packaged), tweets, bbc, qnli-dev, mixed, or "
+           "a text file with one sentence per line", default="wiki", group="scheme"),
+    Option("public_size", "--public-size", "public sentences to use", I, default=20000, range=POS_INT, group="scheme"),
+    # encoder
+    Option("model", "--model", "a local Hugging Face model folder (default: packaged all-MiniLM-L6-v2)", group="encoder"),
+    Option("pooling", "--pooling", "sentence representation: auto (the model's own: mean for the packaged MiniLM, "
+           "else cls), cls, pooler or mean", default="auto", choices=POOLINGS, group="encoder"),
+    Option("max_length", "--max-length", "max tokens per text (incl. [CLS]/[SEP])", I, default=128,
+           range=Range(lo=3, integer=True), group="encoder"),
+    Option("encode_batch_size", "--encode-batch-size", "texts per encoder forward pass", I, default=64, range=POS_INT,
+           group="encoder"),
+    Option("bf16", "--bf16", "bfloat16 autocast of the encoder: auto (on where the CPU (AVX-512 BF16, AMX) or GPU runs "
+           "bf16 natively), on, or off; --bf16 alone means on", default="auto", choices=("auto", "on", "off"),
+           nargs="?", const="on", group="encoder"),
+    Option("device", "--device", "cpu or cuda", default="cpu", choices=("cpu", "cuda"), group="encoder"),
+    Option("cache_dir", "--cache-dir", "feature cache folder (default: $PRIVNLU_CACHE or ~/.cache/privnlu)",
+           writes="dir", group="encoder"),
+    Option("refresh_cache", "--refresh-cache", "recompute cached features", kind="flag", group="encoder"),
+    # scheme (the schemes' own parameters come from the registry)
+    Option("scheme", "--scheme", "privacy scheme (see privnlu.schemes)", default="none", group="scheme"),
+    Option("schemes", "--schemes", "comma-separated privacy schemes", name_list, group="scheme"),
+    # training
+    Option("mode", "--mode", "frozen encoder + MLP head, or joint fine-tuning of encoder and head", default="frozen",
+           choices=MODES, group="training"),
+    Option("epochs", "--epochs", "training epochs", I, default=20, range=POS_INT, group="training"),
+    Option("lr", "--lr", "head learning rate", F, default=1e-3, range=RATE, group="training"),
+    Option("encoder_lr", "--encoder-lr", "encoder learning rate in joint mode", F, default=2e-5, range=RATE,
+           group="training"),
+    Option("batch_size", "--batch-size", "examples per batch", I, default=64, range=POS_INT, group="training"),
+    Option("weight_decay", "--weight-decay", "AdamW weight decay of the head", F, default=0.01,
+           range=Range(lo=0, hi=1e3), group="training"),
+    Option("hidden", "--hidden", "head hidden sizes, e.g. 768,768,768 (default: d,d,d)", int_list,
+           range=Range(lo=1, integer=True, items=True), group="training"),
+    Option("eval_mask", "--eval-mask", "dev representations are never mixed; pool masks each with a pool mask as the "
+           "data owner would (the reference code's behaviour), none evaluates on raw representations", default="pool",
+           choices=EVAL_MASKS, group="training"),
+    Option("abs_input", "--abs-input", "train the head on |x| (mask-invariant: it needs no key, which shows how little "
+           "the masks hide)", kind="flag", group="training"),
+    Option("dropout", "--dropout", "dropout of the head", F, default=0.1, range=Range(lo=0, hi=1, hi_open=True)),
+    Option("seed", "--seed", "EXPERIMENTS ONLY: makes every secret reproducible", I, range=SEED),
+    Option("quiet", "--quiet", "no progress bars", kind="flag"),
+    Option("resume", "--resume", "continue an interrupted run from its last checkpoint", kind="flag"),
+    Option("force", "--force", "replace existing outputs", kind="flag"),
+    # releases
+    Option("encodings_per_example", "--encodings-per-example", "encode every example this many times, fresh keys "
+           "each time", I, default=1, range=POS_INT),
+    Option("key_out", "--key-out", "key file (.pt, mode 0600): keep it private", required=True, writes="key"),
+    Option("ledger", "--ledger", "privacy ledger kept beside the key (JSON, 0600): the release is checked against "
+           "the owner's budget before any work (refused if it would exceed it) and recorded once written (see "
+           "privnlu dp account --ledger)", metavar="FILE", writes="ledger"),
+    Option("payload", "--payload", "attack this shared encoding file (written by privnlu encode) instead of encoding "
+           "a task; reads only the shared file, never a key file. There is no ground truth, so the output is the "
+           "attacker's answer (nearest sentences and cosines), not a success rate", metavar="FILE"),
+    # DP accounting and audits
+    Option("dp_mechanism", "--dp-mechanism", "DP noise (gaussian: L2 clipping, laplace: L1)", default="gaussian",
+           choices=DP_MECHANISMS),
+    Option("dp_epsilon", "--dp-epsilon", "target epsilon per example for the whole release", F, range=EPSILON),
+    Option("dp_delta", "--dp-delta", "target delta", F, default=1e-5, range=DELTA),
+    Option("dp_clip", "--dp-clip", "clipping bound C (L2 for gaussian, L1 for laplace)", F, default=1.0,
+           range=Range(lo=0, lo_open=True, hi=1e12)),
+    Option("dp_calibration", "--dp-calibration", "correct, or paper: the paper's per-encoding calibration, NOT a "
+           "valid DP guarantee", default="correct", choices=("correct", "paper")),
+    Option("dp_epsilons", "--dp-epsilons", "comma-separated epsilons per example of the whole release", float_list,
+           range=Range(lo=0, lo_open=True, hi=EPSILON.hi, items=True)),
+    Option("dim", "--dim", "representation width d", I, default=384, range=POS_INT),
+    Option("k", "--k", "representations mixed per encoding", I, default=4, range=POS_INT),
+    Option("budget_epsilon", "--budget-epsilon", "set the owner's budget in the ledger: epsilon per example over all "
+           "DP releases (at --budget-delta); later releases above it are refused", F, range=EPSILON),
+    Option("budget_delta", "--budget-delta", "delta of the budget (default: 1e-5)", F, range=DELTA),
+    Option("budget_eta", "--budget-eta", "set the owner's budget for d_chi releases: total eta per example", F,
+           range=ETA),
+    Option("draws", "--draws", "draws per hypothesis", I, range=POS_INT),
+    Option("eta", "--eta", "privacy parameter eta > 0 of d_chi (smaller = more noise)", F, range=ETA),
+    Option("etas", "--etas", "comma-separated eta values", float_list, range=ETAS),
+    Option("pairs", "--pairs", "token pairs audited", I, default=3, range=POS_INT),
+    Option("target_loss", "--target-loss", "pick pairs whose claim eta * d(x, x') is closest to this (within the "
+           "audit's power)", F, default=2.0, range=Range(lo=0, lo_open=True, hi=100)),
+    # outputs and reports
+    Option("out", "--out", "output file", writes="file"),
+    Option("title", "--title", "page title", default="privnlu report"),
+    Option("markdown", "--markdown", "print the tables as Markdown to stdout instead (for docs)", kind="flag"),
+]
+OPTIONS: dict[str, Option] = {o.dest: o for o in _ALL}
 
 
-@dataclass(frozen=True)
-class Range:
-    """A closed/open interval for a number, or for every item of a comma-separated list.
+def option(name: str, **changes: Any) -> Option:
+    """The catalogue's option ``name``, or a scheme parameter's, with per-command ``changes``."""
+    if name in OPTIONS:
+        return OPTIONS[name].but(**changes) if changes else OPTIONS[name]
+    from ..schemes import options as scheme_options
 
-    ``extra`` lists values allowed outside the interval (e.g. ``-1`` = all), with ``note`` saying what they mean.
-    """
-
-    lo: float = -math.inf
-    hi: float = math.inf
-    lo_open: bool = False
-    hi_open: bool = False
-    integer: bool = False
-    items: bool = False  # a comma-separated list of such numbers
-    empty_ok: bool = False  # a list may be empty (means the default)
-    inf_ok: bool = False  # 'inf' is a legal value (pool size m)
-    extra: tuple[float, ...] = ()
-    note: str = ""
-
-    def text(self) -> str:
-        what = "integer" if self.integer else "number"
-        if self.lo > -math.inf and self.hi < math.inf:
-            bounds = f"in {'(' if self.lo_open else '['}{_fmt(self.lo)}, {_fmt(self.hi)}{')' if self.hi_open else ']'}"
-        elif self.lo > -math.inf:
-            bounds = f"{'>' if self.lo_open else '>='} {_fmt(self.lo)}"
-        elif self.hi < math.inf:
-            bounds = f"{'<' if self.hi_open else '<='} {_fmt(self.hi)}"
-        else:
-            bounds = ""
-        s = f"{what} {bounds}".strip() + (" or inf" if self.inf_ok else "")
-        if self.extra:
-            s += " or " + ", ".join(map(_fmt, self.extra))
-        if self.items:
-            s = f"comma-separated, each an {s}" if self.integer else f"comma-separated, each a {s}"
-        return s + (f" ({self.note})" if self.note else "")
-
-    def check(self, v: float) -> None:
-        if v in self.extra:
-            return
-        if isinstance(v, float) and math.isnan(v):
-            raise ValueError
-        if math.isinf(v) and not (self.inf_ok and v > 0):
-            raise ValueError
-        if self.integer and not math.isinf(v) and int(v) != v:
-            raise ValueError
-        if v < self.lo or (self.lo_open and v == self.lo) or v > self.hi or (self.hi_open and v == self.hi):
-            raise ValueError
-
-    def wrap(self, parse: Callable[[str], Any] | None) -> Callable[[str], Any]:
-        """An argparse ``type``: parse with ``parse`` (a list parser returns a list), then check the range."""
-
-        def typed(text: str) -> Any:
-            if parse is None:  # a string option that holds numbers: check them, keep the string
-                value = _numbers(text, self.integer) if self.items else _number(text, self.integer)
-            else:
-                value = parse(text)
-            values = list(value) if isinstance(value, (list, tuple)) else [value]
-            if self.items and not values and not self.empty_ok:
-                raise argparse.ArgumentTypeError(f"'{text}' is empty; give {self.text()}")
-            for v in values:
-                try:
-                    self.check(float(v))
-                except (ValueError, TypeError):
-                    raise argparse.ArgumentTypeError(f"'{text}' is out of range: {self.text()}") from None
-            return text if parse is None else value
-
-        typed.__name__ = getattr(parse, "__name__", "str")
-        typed.range = self  # type: ignore[attr-defined]
-        return typed
+    found = {o.dest: o for o in scheme_options()}
+    if name not in found:
+        raise KeyError(f"no option '{name}' in the catalogue or among the scheme parameters")
+    return found[name].but(**changes) if changes else found[name]
 
 
-def _number(text: str, integer: bool) -> float:
-    try:
-        return int(text) if integer else float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not {'an integer' if integer else 'a number'}") from None
+def add(parser: argparse.ArgumentParser, *items: str | Option, **changes: dict[str, Any]) -> None:
+    """Add options to ``parser`` in the order given: catalogue names or :class:`Option` objects of the command's own
+    (``changes[dest]`` overrides either, e.g. another default); options of one ``group`` share an argument group.
+    ``changes[name]["check"]``: where an output option without a value will write (checked like a given value)."""
+    groups: dict[str, argparse._ActionsContainer] = {}
+    for item in items:
+        change = dict(changes.get(item if isinstance(item, str) else item.dest, {}))
+        check = change.pop("check", None)
+        opt = item.but(**change) if isinstance(item, Option) else option(item, **change)
+        where = parser if not opt.group else groups.setdefault(opt.group, parser.add_argument_group(opt.group))
+        opt.add_to(where)
+        if opt.writes:
+            outputs(parser)[opt.dest] = (opt.writes, check if check is not None else opt.default)
 
 
-def _numbers(text: str, integer: bool) -> list[float]:
-    return [_number(x.strip(), integer) for x in text.split(",") if x.strip()]
+def scheme_options(*releases: str) -> tuple[Option, ...]:
+    """``--scheme`` and the parameters of the schemes that release as ``releases`` say (``"none"``,
+    ``"per-batch"``, ``"once"``; all schemes if none is given), each parameter once
+    (:func:`privnlu.schemes.options`)."""
+    from ..schemes import get, names, options as params
+
+    chosen = tuple(n for n in names() if not releases or get(n).release in releases)
+    return (OPTIONS["scheme"].but(help=f"privacy scheme: {', '.join(chosen)}"), *params(chosen))
 
 
-POS_INT = Range(lo=1, integer=True)
-NONNEG_INT = Range(lo=0, integer=True)
-POSITIVE = Range(lo=0, lo_open=True)
-RATE = Range(lo=0, lo_open=True, hi=10.0)
-PROB_OPEN = Range(lo=0, hi=1, lo_open=True, hi_open=True)
-SEED = Range(lo=0, hi=2 ** 32 - 1, integer=True)
-EPSILON = Range(lo=0, lo_open=True, hi=MAX_EPSILON)
-DELTA = Range(lo=MIN_DELTA, hi=1, hi_open=True)
-ETA = Range(lo=0, lo_open=True, hi=1e12)
-POOL = Range(lo=0, integer=True, inf_ok=True, note="0 = no mask")
+# -- renamed options ---------------------------------------------------------------------------------------------
 
-#: dest -> range, for every numeric option of every command; (command path, dest) overrides where a name means
-#: something else in one command. Every float and int option must appear here (a test checks it).
-RANGES: dict[str | tuple[str, str], Range] = {
-    "train_limit": POS_INT, "dev_limit": POS_INT, "max_length": Range(lo=3, integer=True, note="incl. [CLS]/[SEP]"),
-    "encode_batch_size": POS_INT, "batch_size": POS_INT, "public_size": POS_INT, "epochs": POS_INT,
-    "encodings_per_example": POS_INT,
-    "m": POOL, "m_grid": Range(lo=0, integer=True, inf_ok=True, items=True), "k": POS_INT,
-    "k_grid": Range(lo=1, integer=True, items=True),
-    "dp_epsilon": EPSILON, "dp_delta": DELTA, "dp_clip": Range(lo=0, lo_open=True, hi=1e12),
-    "dim": POS_INT,
-    "lr": RATE, "encoder_lr": RATE, "lstm_lr": RATE, "head_lr": RATE,
-    "weight_decay": Range(lo=0, hi=1e3), "hidden": Range(lo=1, integer=True, items=True),
-    "seed": SEED, "eta": ETA, "etas": Range(lo=0, lo_open=True, hi=1e12, items=True),
-    "eta_range": Range(lo=0, lo_open=True, hi=1e12, items=True), "target": PROB_OPEN,
-    "max_tokens": POS_INT, "sample": POS_INT, "draws": POS_INT, "chunk_lines": POS_INT,
-    "sequence_epochs": POS_INT, "lstm_epochs": POS_INT, "lstm_hidden": POS_INT,
-    "steps": POS_INT, "warmup_steps": NONNEG_INT, "mask_prob": Range(lo=0, hi=1, lo_open=True),
-    "checkpoint_every": POS_INT, "stop_after": POS_INT, "eval_size": POS_INT, "corpus_limit": POS_INT,
-    "clients": POS_INT, "rounds": POS_INT, "local_steps": POS_INT, "fraction_train": Range(lo=0, hi=1, lo_open=True),
-    "min_clients": Range(lo=0, integer=True, note="0 = all clients"), "round_timeout": Range(lo=0, lo_open=True, hi=1e7),
-    "pool_sizes": Range(lo=1, integer=True, items=True, empty_ok=True, note="empty = an even split"),
-    "dropout": Range(lo=0, hi=1, hi_open=True), "eval_every": POS_INT,
-    "dp_noise_multiplier": Range(lo=0, hi=1e6, note="0 = off"),
-    "record_wire": Range(lo=0, integer=True, extra=(-1,), note="-1 = every round, 0 = none"),
-    "dims": Range(lo=1, integer=True, items=True), "ks": Range(lo=0, integer=True, items=True, note="0 = no TextHide"),
-    "trials": POS_INT, "iterations": POS_INT, "round": POS_INT, "node": NONNEG_INT,
-    "queries": POS_INT, "inv_epochs": POS_INT, "aux_size": POS_INT, "sim_releases": POS_INT, "pairs": POS_INT,
-    "budget_epsilon": EPSILON, "budget_delta": DELTA, "budget_eta": ETA,
-    "target_loss": Range(lo=0, lo_open=True, hi=100),
-    ("federated", "checkpoint_every"): Range(lo=0, integer=True, note="0 = only at the end"),
-    "dp_epsilons": Range(lo=0, lo_open=True, hi=MAX_EPSILON, items=True),
-    "dchi_targets": Range(lo=0, hi=1, lo_open=True, hi_open=True, items=True), "calibration_tokens": POS_INT,
-    "private": POS_INT,
-    ("audit", "encodings_per_example"): Range(lo=2, integer=True, note="the attack needs >= 2 encodings per sentence"),
-    "max_minutes": Range(lo=0, lo_open=True, hi=1e7), "graph": POS_INT, "distractors": NONNEG_INT,
-    "nmf_repair_rounds": POS_INT, "nmf_repair_iters": Range(lo=0, integer=True, note="0 = no repair"),
-    "local_clip": Range(lo=0, hi=1e12, note="0 = no local clipping"),
-    "local_noise": Range(lo=0, hi=1e6, note="0 = no local noise"),
-    ("federated", "dp_clip"): Range(lo=0, hi=1e12, note="0 = no DP"),
-    ("federated", "dp_epsilon"): Range(lo=0, hi=MAX_EPSILON, note="0 = use --dp-noise-multiplier"),
-    ("federated", "hidden"): Range(lo=1, integer=True, items=True, empty_ok=True, note="empty = d,d,d"),
-}
-
-#: string options that hold numbers (their value stays a string; the numbers are checked)
-NUMERIC_STRINGS = {"hidden", "pool_sizes"}
-
-#: shared help text for options registered without one: dest, or (command path, dest)
-HELP: dict[str | tuple[str, str], str] = {
-    "encode_batch_size": "examples per encoder forward pass",
-    "batch_size": "examples per batch",
-    "epochs": "training epochs",
-    "weight_decay": "AdamW weight decay of the head",
-    "split": "which split to use",
-    "max_length": "max tokens per text",
-    "head_lr": "learning rate of the task head",
-    "mode": "frozen encoder + head, or joint fine-tuning",
-    "scheme": "privacy scheme",
-    "server_optimizer": "server optimizer (fedsgd)",
-    "encoder_lr": "encoder learning rate in joint mode",
-    "dropout": "dropout of the head",
-    "pooling": "sentence representation",
-    "dp_delta": "target delta",
-    "quiet": "no progress bars",
-    "title": "page title",
-    "force": "replace existing outputs",
-}
-
-#: (command path, dest) -> (kind, default): every location a command writes, checked before it starts. kind is
-#: "file", "dir", or "key" (a key file: also refused if it exists, unless the command's --force is given: losing
-#: a key loses the ability to decode one's own release). An existing "file" (a result or a release; a ledger is
-#: appended to, not replaced) is refused too unless ``--force`` is given, which :func:`finalize` adds to every
-#: command with such an output. default, if not None, is checked when the option is not given.
-OUTPUTS: dict[tuple[str, str], tuple[str, str | None]] = {
-    ("train", "out"): ("dir", "runs/train"),
-    ("predict", "out"): ("file", None),
-    ("encode", "out"): ("file", None), ("encode", "key_out"): ("key", None),
-    ("dp encode", "out"): ("file", None), ("dp encode", "key_out"): ("key", None),
-    ("dp account", "out"): ("file", None), ("dp account", "ledger"): ("file", None),
-    ("dp audit", "out"): ("file", None), ("audit", "out"): ("dir", "runs/audit"),
-    ("sweep", "out"): ("dir", "runs/sweep"),
-    ("dchi privatize", "out"): ("file", None),
-    ("encode", "ledger"): ("file", None), ("dp encode", "ledger"): ("file", None), ("dchi privatize", "ledger"): ("file", None),
-    ("dchi calibrate", "out"): ("file", None), ("dchi analyze", "out"): ("file", None),
-    ("dchi finetune", "out"): ("dir", None), ("dchi pretrain", "out"): ("dir", None),
-    ("federated", "out"): ("dir", "runs/federated"), ("federated", "app_dir"): ("dir", None),
-    ("attack gradient", "out"): ("file", "runs/attacks/gradient_matching.json"),
-    ("attack search", "out"): ("file", None), ("attack invert", "out"): ("file", None),
-    ("attack reconstruct", "out"): ("file", None),
-    ("report", "out"): ("dir", None), ("reproduce", "out"): ("dir", "runs"), ("demo", "out"): ("dir", None),
-}
-#: options that name a folder privnlu writes into (a cache), on any command that has them
-OUTPUT_DESTS_ANYWHERE = {"cache_dir": "dir"}
-#: file outputs that are appended to, never replaced (no --force needed)
-APPENDED = {"ledger"}
-#: dest names that look like outputs; every such option must be declared in OUTPUTS (test)
-OUTPUT_LIKE = {"out", "key_out", "app_dir", "ledger"}
-
-#: (command path, old spelling) -> new spelling: options renamed so that one concept has one name in every command
-#: (DP settings are --dp-*, d_chi's release form --dchi-mechanism, encodings per example --encodings-per-example and
-#: --epochs only training epochs, a list of m or k --ms / --ks). The old spelling works until the next release:
-#: finalize() adds it as a hidden alias of the new option, and using it prints one deprecation line on stderr.
+#: (command path, old spelling) -> new spelling; the old one works until the next release with one notice
 RENAMED: dict[tuple[str, str], str] = {
     **{(c, f"--{o}"): f"--dp-{o}" for c in ("dp account", "dp encode", "dp audit")
        for o in ("epsilon", "delta", "clip", "calibration", "mechanism")},
-    **{(c, "--epochs"): "--encodings-per-example"
-       for c in ("encode", "dp account", "dp encode", "dp audit", "attack reconstruct")},
+    **{(c, "--epochs"): "--encodings-per-example" for c in ("encode", "dp account", "dp encode", "dp audit")},
+    ("attack reconstruct", "--epochs"): "--encodings-per-example",
     ("attack reconstruct", "--calibration"): "--dp-calibration",
-    ("dchi privatize", "--mechanism"): "--dchi-mechanism", ("dchi pretrain", "--mechanism"): "--dchi-mechanism",
+    ("dchi privatize", "--mechanism"): "--scheme", ("dchi privatize", "--dchi-mechanism"): "--scheme",
+    ("dchi pretrain", "--mechanism"): "--scheme", ("dchi pretrain", "--dchi-mechanism"): "--scheme",
+    ("dp audit", "--dchi-mechanism"): "--scheme", ("dchi finetune", "--modes"): "--schemes",
     ("sweep", "--m"): "--ms", ("sweep", "--k"): "--ks",
     ("audit", "--attack-epochs"): "--encodings-per-example",
-    **{("reproduce", f"--{o}"): f"--dp-{o}" for o in ("epsilons", "mechanisms", "calibrations")},
+    ("train", "--overwrite"): "--force",
 }
-#: values of an old spelling that now belong to another option: (command path, old spelling) -> {value: (new
-#: spelling, value)} (``dp audit --mechanism dchi-rep`` is now ``--dchi-mechanism rep``)
+#: values of an old spelling that now belong to another option or name: (command, old spelling) ->
+#: {old value: (new spelling, new value)}
+_DCHI = {"rep": ("--scheme", "dchi-token"), "text": ("--scheme", "dchi-text"), "sequence": ("--scheme", "dchi-sequence")}
 MOVED_VALUES: dict[tuple[str, str], dict[str, tuple[str, str]]] = {
-    ("dp audit", "--mechanism"): {"dchi-rep": ("--dchi-mechanism", "rep"), "dchi-txt": ("--dchi-mechanism", "text")},
+    **{(c, o): _DCHI for c in ("dchi privatize", "dchi pretrain", "dp audit") for o in ("--mechanism", "--dchi-mechanism")},
+    ("dp audit", "--mechanism"): {"dchi-rep": ("--scheme", "dchi-token"), "dchi-txt": ("--scheme", "dchi-text")},
 }
 
 
 class DeprecatedAlias(argparse.Action):
-    """The old spelling of a renamed option (:data:`RENAMED`): hidden from ``--help``; using it prints one line on
-    stderr naming the new spelling, then stores the value exactly as the new option would."""
+    """The old spelling of a renamed option: hidden from ``--help``; using it prints one line on stderr naming the
+    new spelling, then stores the value as the new option would."""
 
     def __init__(self, option_strings, dest, *, new: argparse.Action, moved: dict | None = None, **kwargs) -> None:
         super().__init__(option_strings, dest, **kwargs)
         self.new, self.moved = new, moved or {}
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
+        if isinstance(self.new, argparse._StoreTrueAction):  # an old flag
+            values = True
         moved = isinstance(values, str) and values in self.moved
         target, value = self.moved[values] if moved else (self.new, values)
         use = target.option_strings[0] + (f" {value}" if moved else "")
         sys.stderr.write(f"privnlu: {option_string} is deprecated and will be removed in the next release; use {use}\n")
+        if isinstance(target, argparse.Action) and target.type is not None and not moved:
+            value = values
         setattr(namespace, target.dest, value)
 
 
@@ -268,9 +209,19 @@ def add_deprecated_aliases(path: tuple[str, ...], p: argparse.ArgumentParser) ->
             continue
         action = p._option_string_actions[new]
         moved = {v: (p._option_string_actions[o], nv) for v, (o, nv) in MOVED_VALUES.get((c, old), {}).items()}
-        choices = None if action.choices is None else [*action.choices, *moved]
-        p.add_argument(old, action=DeprecatedAlias, new=action, moved=moved, dest=action.dest, type=action.type,
-                       choices=choices, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        choices = None if action.choices is None or moved else [*action.choices]
+        flag = isinstance(action, argparse._StoreTrueAction)
+        p.add_argument(old, action=DeprecatedAlias, new=action, moved=moved, dest=action.dest,
+                       type=None if moved or flag else action.type, choices=choices, default=argparse.SUPPRESS,
+                       help=argparse.SUPPRESS, **({"nargs": 0} if flag else {}))
+    for (c, old), moved_values in MOVED_VALUES.items():  # an old spelling whose values all moved elsewhere
+        if c == cmd and old not in p._option_string_actions and (c, old) not in RENAMED:
+            targets = {v: (p._option_string_actions[o], nv) for v, (o, nv) in moved_values.items()
+                       if o in p._option_string_actions}
+            if targets:
+                new = next(iter(targets.values()))[0]
+                p.add_argument(old, action=DeprecatedAlias, new=new, moved=targets, dest=new.dest,
+                               default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
 def walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
@@ -282,73 +233,47 @@ def walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
                 yield from walk(sub, path + (name,))
 
 
-def range_for(path: tuple[str, ...], dest: str) -> Range | None:
-    return RANGES.get((" ".join(path), dest), RANGES.get(dest))
-
-
 def finalize(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Apply ranges, help text, ``allow_abbrev=False`` and a ``--quiet`` flag on every command to the whole tree
-    (see the module docstring)."""
+    """``allow_abbrev=False``, ``--quiet`` on every command, ``--force`` on every command that replaces a result
+    file, FILE/DIR metavars, and the old spellings, on the whole tree."""
     for path, p in walk(parser):
         p.allow_abbrev = False
-        if p._defaults.get("func") is not None and not any(a.dest == "quiet" for a in p._actions):
-            p.add_argument("--quiet", action="store_true", help="no progress bars")  # main() silences tqdm
-        if replaces_files(" ".join(path)) and not any(a.dest == "force" for a in p._actions):
-            p.add_argument("--force", action="store_true", help="replace an existing output file")
+        if p._defaults.get("func") is None:
+            continue
+        if not any(a.dest == "quiet" for a in p._actions):
+            OPTIONS["quiet"].add_to(p)  # main() silences tqdm
+        writes = outputs(p)
+        if replaces_files(p) and not any(a.dest == "force" for a in p._actions):
+            OPTIONS["force"].but(help="replace an existing output file").add_to(p)
         for a in p._actions:
-            if not a.option_strings or isinstance(a, (argparse._HelpAction, argparse._VersionAction)):
-                continue
-            output = OUTPUTS.get((" ".join(path), a.dest))
-            if output is not None and a.metavar is None:
-                a.metavar = "DIR" if output[0] == "dir" else "FILE"
-            if a.help is None:
-                a.help = HELP.get((" ".join(path), a.dest), HELP.get(a.dest))
-            rng = range_for(path, a.dest)
-            numeric = a.type in (int, float) or getattr(a.type, "__name__", "") in NUMERIC_TYPES or (
-                a.type is None and a.dest in NUMERIC_STRINGS)
-            if rng is not None and numeric and not hasattr(a.type, "range"):
-                a.type = rng.wrap(a.type)
-                if a.help and "range:" not in a.help:
-                    a.help += f"; range: {rng.text()}"
-            if a.help and has_default(a) and "default" not in a.help:
-                shown = ",".join(map(_fmt, a.default)) if isinstance(a.default, (list, tuple)) else _fmt(a.default)
-                a.help += f" (default: {shown or 'none'})".replace("%", "%%")
+            if a.dest in writes and a.metavar is None:
+                a.metavar = "DIR" if writes[a.dest][0] == "dir" else "FILE"
         add_deprecated_aliases(path, p)
     return parser
 
 
-def replaces_files(command: str) -> bool:
-    """True if ``command`` writes a result file that could replace an earlier one (see :data:`OUTPUTS`)."""
-    return any(c == command and kind == "file" and dest not in APPENDED for (c, dest), (kind, _) in OUTPUTS.items())
+def outputs(p: argparse.ArgumentParser) -> dict[str, tuple[str, str | None]]:
+    """dest -> (kind, location when not given) of every location the command of parser ``p`` writes (kind "file",
+    "dir", "key" or "ledger"; kept on the parser by :func:`add`)."""
+    if not hasattr(p, "privnlu_writes"):
+        p.privnlu_writes = {}  # type: ignore[attr-defined]
+    return p.privnlu_writes  # type: ignore[attr-defined]
 
 
-def has_default(action: argparse.Action) -> bool:
-    """True if the option has a default worth stating (not None, not a flag's False)."""
-    return not (action.default is None or action.default is False or action.default is argparse.SUPPRESS)
+def replaces_files(p: argparse.ArgumentParser) -> bool:
+    """True if the command of parser ``p`` writes a result file that could replace an earlier one."""
+    return any(kind == "file" for kind, _ in outputs(p).values())
 
 
-#: argparse ``type`` functions that parse numbers (their options need a range)
-NUMERIC_TYPES = {"int", "float", "positive_int", "int_list", "m_list", "m_value", "eta_list"}
-
-
-def _fmt(v: object) -> str:
-    if isinstance(v, float) and v.is_integer() and abs(v) < 1e10:
-        return str(int(v))
-    return f"{v:g}" if isinstance(v, float) else str(v)
-
-
-def chosen_path(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[str, ...]:
-    """The command path (e.g. ``("dp", "encode")``) that ``args`` were parsed for."""
-    path: tuple[str, ...] = ()
+def chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)parser of the command ``args`` were parsed for."""
     p = parser
     while True:
         subs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
-        if not subs:
-            return path
-        name = getattr(args, subs[0].dest, None)
-        if name is None or name not in subs[0].choices:
-            return path
-        path, p = path + (name,), subs[0].choices[name]
+        name = getattr(args, subs[0].dest, None) if subs else None
+        if not subs or name not in subs[0].choices:
+            return p
+        p = subs[0].choices[name]
 
 
 def check_output(path: str | os.PathLike[str], kind: str, flag: str, *, replace: bool = True) -> None:
@@ -379,33 +304,26 @@ def check_output(path: str | os.PathLike[str], kind: str, flag: str, *, replace:
 
 
 def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Check every output location of the chosen command before it runs (see :data:`OUTPUTS`)."""
-    path = chosen_path(parser, args)
-    cmd = " ".join(path)
+    """Check every output location of the chosen command before it runs: writable, of the right kind, an existing
+    result file or key refused without ``--force``, no two outputs on one file."""
+    p = chosen(parser, args)
+    force = bool(getattr(args, "force", False) or getattr(args, "resume", False))  # resuming continues an output
     files: dict[Path, str] = {}
-    keys: list[str] = []
-    for (c, dest), (kind, default) in OUTPUTS.items():
-        if c != cmd or not hasattr(args, dest):
+    for dest, (kind, default) in outputs(p).items():
+        value = getattr(args, dest, None)
+        action = next(a for a in p._actions if a.dest == dest)
+        flag = action.option_strings[0] if action.option_strings else dest
+        if value is None or value == "":
+            if default not in (None, ""):
+                check_output(default, "dir" if kind == "dir" else "file", f"{flag} (default {default})",
+                             replace=kind != "file" or force)
             continue
-        value = getattr(args, dest)
-        flag = "--" + dest.replace("_", "-")
-        replace = kind != "file" or dest in APPENDED or bool(getattr(args, "force", False))
-        if value is None:
-            if default is not None:
-                check_output(default, "dir" if kind == "dir" else "file", f"{flag} (default {default})", replace=replace)
-            continue
-        check_output(value, "file" if kind == "key" else kind, flag, replace=replace)
-        if kind in ("file", "key"):
+        if kind == "key" and Path(value).exists() and not force:
+            raise PrivnluError(f"{flag} {value} exists: refusing to replace a key file (without it the release it "
+                               "belongs to cannot be decoded); choose another file, or add --force")
+        check_output(value, "dir" if kind == "dir" else "file", flag, replace=kind in ("dir", "ledger", "key") or force)
+        if kind != "dir":
             resolved = Path(value).resolve()
             if resolved in files:
                 raise PrivnluError(f"{files[resolved]} and {flag} name the same file {value}; give different files")
             files[resolved] = flag
-        if kind == "key" and Path(value).exists() and not getattr(args, "force", False):
-            keys.append(f"{flag} {value} exists: refusing to replace a key file (without it the release it belongs "
-                        "to cannot be decoded); choose another file, or add --force")
-    if keys:
-        raise PrivnluError(keys[0])
-    for dest, kind in OUTPUT_DESTS_ANYWHERE.items():
-        value = getattr(args, dest, None)
-        if value:
-            check_output(value, kind, "--" + dest.replace("_", "-"))

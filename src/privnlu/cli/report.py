@@ -1,19 +1,19 @@
-"""``privnlu report``: result JSONs -> one HTML page with plots."""
+"""``privnlu report``: result JSONs -> one HTML page with plots, or Markdown tables for the docs."""
 
 from __future__ import annotations
 
 import argparse
 
+from ..params import Option
 from .common import say
+from .options import add
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="turn result JSONs into one HTML page with plots",
                        description="Collect result JSONs (files, or folders searched recursively) into <out>/index.html.")
-    p.add_argument("results", nargs="+", help="result JSON files or folders")
-    p.add_argument("--out", default="runs/report", help="output folder (default: runs/report)")
-    p.add_argument("--title", default="privnlu report")
-    p.add_argument("--markdown", action="store_true", help="print the tables as Markdown to stdout instead (for docs)")
+    add(p, Option("results", help="result JSON files or folders", kind="positional", nargs="+"), "out", "title",
+        "markdown", out={"default": "runs/report", "writes": "dir", "help": "output folder"})
     p.set_defaults(func=run)
 
 

@@ -7,7 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..choices import SCALE_NAMES
-from .common import add_recipe_args, int_list, m_list, positive_int, say, warn_seed
+from ..params import int_list, m_list, number as _num
+from .common import say, warn_seed
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -85,10 +86,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Run a recipe; every run writes its results JSON atomically under --out and a "
                                    "rerun skips the runs already there (resume).")
     p.add_argument("recipe", choices=sorted(RECIPES) + sorted(ALIASES), help="; ".join(f"{k}: {v[1]}" for k, v in RECIPES.items()))
-    p.add_argument("--out", help="output folder (default: runs/<recipe>)")
+    from ..params import Option
+    from .options import add as _add
+
+    _add(p, Option("out", "--out", "output folder (default: runs/<recipe>)", writes="dir"), out={"check": "runs"})
     p.add_argument("--tasks", help="comma-separated tasks (default: the recipe's)")
-    add_recipe_args(p)
-    p.set_defaults(epochs=None)
+    from .options import add
+
+    add(p, "epochs", "train_limit", "data_dir", "cache_dir", "seed", epochs={"default": None})
     g = p.add_argument_group("budget (huang2020-*, xie2022-figure1)")
     g.add_argument("--scale", default="cpu", choices=sorted(SCALE_NAMES),
                    help="quick: 2,000 examples, 3 epochs (minutes); cpu: 20,000 examples, 20 epochs, TextHide runs >= "
@@ -96,15 +101,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "--train-limit and --epochs override the scale (default: cpu)")
     g.add_argument("--quick", action="store_const", const="quick", dest="scale", help="same as --scale quick")
     g.add_argument("--variants", help="huang2020-table1: runs to make, of baseline,intra,inter (default: all three)")
-    g.add_argument("--batch-size", type=positive_int, help="examples per optimizer step (default: the scale's: 32 quick and "
+    g.add_argument("--batch-size", type=lambda t: int(_num(t, True)), help="examples per optimizer step (default: the scale's: 32 quick and "
                                                             "paper, 64 cpu); TextHide's 2,000-step floor counts these steps")
     g.add_argument("--lrs", type=_floats, help="head learning rates to select from (default: the scale's)")
     g.add_argument("--encoder-lrs", type=_floats, help="encoder learning rates to select from, joint mode (default: the scale's)")
-    g.add_argument("--ms", dest="m_grid", metavar="M,...", type=m_list,
-                   help="huang2020-figure2: pool sizes m (default: 0,1,16,64,256,1024,inf)")
-    g.add_argument("--ks", dest="k_grid", metavar="K,...", type=int_list,
+    from ..params import Range
+
+    g.add_argument("--ms", dest="m_grid", metavar="M,...", type=Range(lo=0, integer=True, inf_ok=True, items=True).wrap(m_list),
+                   help="huang2020-figure2: pool sizes m (default: 0,1,16,64,256,1024,inf); range: each >= 0 or inf")
+    g.add_argument("--ks", dest="k_grid", metavar="K,...", type=Range(lo=1, integer=True, items=True).wrap(int_list),
                    help="huang2020-figure2: mixing sizes k (default: 1,2,4,8); a rerun into the same --out adds "
-                        "points and reads back those already there")
+                        "points and reads back those already there; range: each >= 1")
     g.add_argument("--mode", default="frozen", choices=["frozen", "joint"],
                    help="frozen encoder features, or joint fine-tuning as in the papers (default: frozen)")
     g.add_argument("--device", help="cpu or cuda (default: cpu)")

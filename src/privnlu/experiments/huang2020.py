@@ -89,7 +89,7 @@ def base_spec(task: str, sc: Scale, *, mode: str = "frozen", base: RunSpec | Non
 def epochs_for(spec: RunSpec, n_fit: int, sc: Scale) -> int:
     """The scale's epochs, raised until the run reaches its floor of optimizer steps (``min_texthide_steps`` for
     a private run, ``min_baseline_steps`` for the baseline)."""
-    floor = sc.min_baseline_steps if spec.scheme == "none" else sc.min_texthide_steps
+    floor = sc.min_baseline_steps if spec.scheme.release == "none" else sc.min_texthide_steps
     if not floor:
         return sc.epochs
     steps = math.ceil(n_fit / sc.batch_size)

@@ -82,7 +82,7 @@ def figure1(out: Path, *, tasks: tuple[str, ...] = FIGURE1_TASKS, base: RunSpec 
             # ``out=path``: an interrupted joint run resumes from its last epoch (a hidden checkpoint beside it);
             # a record without the fields below was written by train_run just before an interruption
             rec = done or train_run(spec, prep, out=path, progress=False, group=GROUP)
-            rec.update({"scale": sc.name, "dp_scheme": scheme_name(spec.m) if spec.dp else None, "majority": majority(prep),
+            rec.update({"scale": sc.name, "dp_scheme": scheme_name(spec.scheme.m) if spec.scheme.formal == "dp" else None, "majority": majority(prep),
                         **_scores(rec)})
             write_json_atomic(path, rec)
             records.append(rec)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -29,7 +30,7 @@ from flwr.clientapp import ClientApp
 
 from ..data import get_task
 from ..errors import PrivnluError
-from ..mechanisms.texthide import INF, MaskPool, TextHide
+from ..mechanisms.texthide import INF, MaskPool
 from ..models import extract_features, load_encoder
 from ..models.encoder import SentenceEncoder
 from ..rng import SecretGenerator
@@ -92,9 +93,9 @@ class TextHideClient:
         self.rng = client_rng(cfg, partition, "round", rnd)
         dim = self.encoder.dim
         self.hider = None
-        if cfg.scheme == "texthide":
+        if cfg.privacy.release == "per-batch":  # the client's own pool, fresh one-time keys per batch
             pool = client_pool(cfg, partition, state, dim)
-            self.hider = TextHide(pool.m, cfg.k, dim=dim, rng=self.rng, pool=pool)
+            self.hider = replace(cfg.privacy, m=pool.m).hider(dim=dim, rng=self.rng, pool=pool)
 
     def sample(self) -> torch.Tensor:
         n = len(self.data)
@@ -199,9 +200,10 @@ def client_evaluate(cfg: FederatedConfig, partition: int, state: RecordDict, arr
     else:
         sub = dev.subset(rows.tolist())
         x = extract_features(encoder, sub.texts_a, sub.texts_b, max_length=cfg.max_length, progress=False)
-    if cfg.scheme == "texthide" and cfg.eval_mask == "pool":
+    if cfg.privacy.release == "per-batch" and cfg.eval_mask == "pool":
         pool = client_pool(cfg, partition, state, encoder.dim)
-        x = TextHide(pool.m, cfg.k, dim=encoder.dim, rng=client_rng(cfg, partition, "eval"), pool=pool).mask_only(x)
+        x = replace(cfg.privacy, m=pool.m).hider(dim=encoder.dim, rng=client_rng(cfg, partition, "eval"),
+                                                 pool=pool).mask_only(x)
     y = labels_tensor(dev)[torch.from_numpy(rows)]
     score = evaluate(model.head, {split: (x, y)}, task)[split]["score"]
     return RecordDict({"metrics": MetricRecord({"num-examples": len(rows), "score": float(score)})})

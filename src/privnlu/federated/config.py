@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, fields
 
 from ..errors import PrivnluError, require_choice
 from ..mechanisms.texthide import INF, check_k, m_label, parse_m
+from ..schemes import Scheme, canonical, create, get, names
 
 ALGORITHMS = ("fedsgd", "fedavg")
 SERVER_OPTIMIZERS = ("adam", "sgd")
@@ -77,10 +78,12 @@ class FederatedConfig:
             raise PrivnluError(f"--clients must be >= 1, not {self.clients}")
         if self.rounds < 1:
             raise PrivnluError(f"--rounds must be >= 1, not {self.rounds}")
-        if self.scheme not in ("none", "texthide"):
-            raise PrivnluError(f"unknown scheme '{self.scheme}'; choose none or texthide")
-        if self.scheme == "none" and (self.m != "0" or self.k != 1):
-            raise PrivnluError("scheme 'none' takes no m or k; use --scheme texthide")
+        object.__setattr__(self, "scheme", canonical(self.scheme))
+        if not get(self.scheme).federated:
+            raise PrivnluError(f"privnlu federated runs the schemes {', '.join(n for n in names() if get(n).federated)}, "
+                               f"not {self.scheme}")
+        if self.privacy.release == "none" and (self.m != "0" or self.k != 1):
+            raise PrivnluError(f"scheme '{self.scheme}' takes no m or k")
         check_k(self.k, self.batch_size)
         require_choice("algorithm", self.algorithm, ALGORITHMS)
         if self.server_optimizer not in SERVER_OPTIMIZERS:
@@ -139,6 +142,17 @@ class FederatedConfig:
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
                 raise PrivnluError(f"--{name.replace('_', '-')} must be >= 0, not {v}")
+
+    @property
+    def privacy(self) -> Scheme:
+        """The run's privacy scheme with its parameters (from the registry)."""
+        return create(self.scheme, **({} if get(self.scheme).release == "none" else {"m": self.m, "k": self.k}))
+
+    @property
+    def label(self) -> str:
+        """The run's name: task, algorithm, the pool point (or ``baseline``) and the number of clients."""
+        point = "baseline" if self.privacy.release == "none" else f"m{self.m}-k{self.k}"
+        return f"{self.task}-{self.algorithm}-{point}-c{self.clients}"
 
     @property
     def dp_noise_multiplier(self) -> float:

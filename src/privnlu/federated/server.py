@@ -38,7 +38,7 @@ from .wire import WIRE_FILE, RecordingGrid, WireLog
 
 CHECKPOINT = "checkpoint.pt"
 RESULT = "result.json"
-MODEL_DIR = "model"  # the global model in the Hugging Face layout (privnlu.models.saving.export_federated_model)
+MODEL_DIR = "model"  # the global model in the Hugging Face layout (privnlu.training.export.export_federated_model)
 WIRE = WIRE_FILE
 
 
@@ -53,7 +53,7 @@ def _resume_key(cfg: FederatedConfig) -> dict:
 def make_strategy(cfg: FederatedConfig, initial: dict[str, torch.Tensor]) -> ResumableRounds | DPFedSGD:
     """The strategy for ``cfg``: FedSGD (Algorithm 2) or FedAvg, with secure aggregation and client-level DP
     wrapped around it where asked; no client-side evaluation rounds."""
-    client_eval = cfg.eval_mask == "pool" and cfg.scheme == "texthide" and cfg.eval_every > 0
+    client_eval = cfg.eval_mask == "pool" and cfg.privacy.release == "per-batch" and cfg.eval_every > 0
     common = dict(fraction_train=cfg.fraction_train, fraction_evaluate=1.0 if client_eval else 0.0, min_train_nodes=1,
                   min_evaluate_nodes=1, min_available_nodes=cfg.min_available)
     strategy: ResumableRounds
@@ -147,7 +147,7 @@ def run_server(grid: Grid, cfg: FederatedConfig, *, out: Path | None, resume: bo
     record = {
         "kind": "federated",
         "privnlu": __version__,
-        "label": f"{cfg.task}-{cfg.algorithm}-{'baseline' if cfg.scheme == 'none' else f'm{cfg.m}-k{cfg.k}'}-c{cfg.clients}",
+        "label": cfg.label,
         "task": cfg.task,
         "algorithm": cfg.algorithm,
         "mode": cfg.mode,
@@ -177,7 +177,7 @@ def run_server(grid: Grid, cfg: FederatedConfig, *, out: Path | None, resume: bo
         record["dp"] = strategy.report()
         record["label"] += f"-dp{strategy.noise_multiplier:.3g}"
     if out is not None:
-        from ..models.saving import export_federated_model
+        from ..training.export import export_federated_model
 
         # the global model first, the results JSON last (as privnlu train does)
         export_federated_model(out / MODEL_DIR, record=record, cfg=cfg, head=model.head, encoder=encoder,

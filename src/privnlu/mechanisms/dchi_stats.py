@@ -50,7 +50,7 @@ import numpy as np
 import torch
 
 from ..rng import SecretGenerator
-from .dchi import TokenSpace, check_eta, dchi_noise
+from .dchi import TokenSpace, check_eta, dchi_noise, m_rep
 
 PAPER_KS = (1, 2, 3, 4, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10000)
 
@@ -260,3 +260,15 @@ def worst_case(n_w, s_w, word_ids=None) -> dict:
         out[f"n_w_above_{bound}"] = int((n > bound).sum())
         out[f"s_w_below_{bound}"] = int((s < bound).sum())
     return out
+
+
+def unchanged_share(space, token_ids: torch.Tensor, eta: float, rng, *, chunk: int = 8192) -> float:
+    """The share of regular ``token_ids`` that come out of M_txt unchanged at ``eta``:
+    ``P(argmin_v ||phi(v) - (phi(x) + N)|| = x)``, estimated with one draw of M_rep per token. It is also the
+    accuracy of nearest-neighbour inversion of M_rep (:mod:`privnlu.attacks.dchi_inversion`)."""
+    ids = token_ids[~space.special[token_ids]]
+    hits = 0
+    for s in range(0, len(ids), chunk):
+        part = ids[s: s + chunk]
+        hits += int((space.nearest(m_rep(space, part, eta, rng)) == part).sum())
+    return hits / max(1, len(ids))

@@ -56,13 +56,14 @@ from typing import ClassVar
 
 import torch
 
-from ..choices import DP_MECHANISMS
+from ..choices import DP_CALIBRATIONS, DP_MECHANISMS
 from ..errors import PrivnluError, require, require_choice
+from ..params import MAX_EPSILON, MIN_DELTA
 from ..rng import SecretGenerator
 from .texthide import MaskPool, TextHide, check_finite
 
 MECHANISMS = DP_MECHANISMS
-CALIBRATIONS = ("correct", "paper")
+CALIBRATIONS = DP_CALIBRATIONS
 PAPER_EPSILONS = (0.1, 1, 2, 4, 8, 10, 15, 20)
 NOT_DP = "not a valid DP guarantee"
 
@@ -70,8 +71,6 @@ NOT_DP = "not a valid DP guarantee"
 #: limits of what privnlu calibrates and accounts (docs/dp_encoding.md, "Limits"): above MAX_EPSILON a guarantee
 #: means nothing; below MIN_DELTA the accountant's truncated tail mass exceeds delta; MAX_PARTICIPATIONS keeps the
 #: numbers meaningful (the RDP/closed-form bounds answer any count in milliseconds)
-MAX_EPSILON = 1000.0
-MIN_DELTA = 1e-15
 MAX_PARTICIPATIONS = 10 ** 9
 #: the Laplace PLD is used only for at most LAPLACE_PLD_MAX_COMPOSITIONS compositions and a composed loss
 #: distribution of at most PLD_MAX_POINTS points (time and memory bounded); beyond, the RDP and pure-DP bounds

@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ..choices import INF, parse_m  # noqa: F401 (parse_m: re-exported)
+from ..params import INF, m_label, parse_m  # noqa: F401 (m_label, parse_m: re-exported)
 from ..errors import PrivnluError
 from ..io import write_secret
 from ..rng import SecretGenerator
@@ -44,10 +44,6 @@ def check_k(k: int, batch_size: int | None = None) -> None:
         raise PrivnluError(f"k must be an integer >= 1, not {k} (k = 1 means no mixing)")
     if batch_size is not None and k > batch_size:
         raise PrivnluError(f"k = {k} is larger than the batch size {batch_size}; use a batch of at least k examples")
-
-
-def m_label(m: float) -> str:
-    return "inf" if m == INF else str(int(m))
 
 
 class MaskPool:

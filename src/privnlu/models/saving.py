@@ -11,12 +11,12 @@
   fingerprint instead of copying it;
 * ``privnlu.json``: how to apply the model (task and labels, encoder, pooling, max length, privacy scheme and how a
   query is encoded), read by :mod:`privnlu.training.predict`;
-* ``README.md``: the model card (:mod:`privnlu.models.card`).
+* ``README.md``: the model card (:mod:`privnlu.training.card`).
 
-The same writer (:func:`write_model_folder`) serves ``privnlu federated`` (``<out>/model/``, the global model:
-:func:`export_federated_model`), ``privnlu dchi finetune`` (one folder per run beside its results JSON:
-:func:`export_dchi_model`) and ``privnlu dchi pretrain`` (``OUT/encoder``, an encoder with a card and no
-``privnlu.json``: :func:`export_pretrained_encoder`). ``privnlu.json``'s ``trained_by`` names the command.
+The same writer (:func:`write_model_folder`) serves ``privnlu federated`` (``<out>/model/``, the global model),
+``privnlu dchi finetune`` (one folder per run beside its results JSON) and ``privnlu dchi pretrain``
+(``OUT/encoder``, an encoder with a card and no ``privnlu.json``); :mod:`privnlu.training.export` builds each
+folder's ``privnlu.json`` and card. ``privnlu.json``'s ``trained_by`` names the command.
 
 Key material never goes into this folder: the mask pool stays in ``<run>/key.pt`` (0600). ``privnlu.json`` holds
 only a short SHA-256 check of the pool, so that a wrong key file is refused rather than silently used; the pool
@@ -195,99 +195,6 @@ def write_model_folder(
     return Path(dest)
 
 
-def export_run_model(
-    dest: str | Path,
-    *,
-    record: dict,
-    head: nn.Module,
-    encoder: SentenceEncoder,
-    label_names: tuple[str, ...],
-    pair: bool,
-    key_masks: torch.Tensor | None,
-) -> Path:
-    """Write a trained run's model folder ``dest`` atomically (see the module docstring); returns ``dest``.
-
-    ``record`` is the run's results record (:func:`privnlu.training.engine.train_run`); ``key_masks`` the
-    mask pool (only its check is written).
-    """
-    from .card import model_card
-
-    spec = record["spec"]
-    joint = spec["mode"] == "joint"
-    cfg = head_config(head, label_names=label_names)
-    train = spec["train"]
-    needs_key = (key_masks is not None and train["eval_mask"] == "pool" and not cfg["abs_input"])
-    pipeline = {
-        **pipeline_header("train", record["label"]),
-        "task": task_info(record["task"], record["metric"], label_names, pair),
-        "encoder": encoder_info(spec.get("model"), encoder, saved=joint, max_length=spec["max_length"],
-                                bf16=spec["bf16"], architecture=record["encoder"].get("architecture")),
-        "mode": spec["mode"],
-        "privacy": {
-            "scheme": record["scheme"],
-            "variant": record["variant"],
-            "m": record["m"],
-            "k": record["k"],
-            "inter": record["inter"],
-            "eval_mask": train["eval_mask"],
-            "abs_input": cfg["abs_input"],
-            "key_required": needs_key,
-            "key_check": key_check(key_masks) if needs_key else None,
-            "noisy_queries": bool((spec.get("dp") or {}).get("noisy_queries", False)),
-            "dp": record.get("dp"),  # the calibration: mechanism, clip, noise (public), epsilon, delta
-        },
-        "eval": record["eval"],
-        "score": record["score"],
-    }
-    return write_model_folder(dest, pipeline=pipeline, card=lambda: model_card(pipeline, record), head=head,
-                              label_names=label_names, encoder_model=encoder.model if joint else None,
-                              tokenizer=encoder.tokenizer if joint else None)
-
-
-def export_federated_model(dest: str | Path, *, record: dict, cfg: Any, head: nn.Module, encoder: SentenceEncoder,
-                           label_names: tuple[str, ...], pair: bool) -> Path:
-    """The global model of a finished ``privnlu federated`` run (head; plus the encoder in joint mode), as a train
-    run's model folder. Queries are applied as the server evaluated: unmixed and unmasked. The clients' mask pools
-    live only in their Flower node state and are never written anywhere, so there is no key to ask for."""
-    from .card import federated_card
-
-    joint = cfg.mode == "joint"
-    hc = head_config(head, label_names=label_names)
-    pipeline = {
-        **pipeline_header("federated", record["label"]),
-        "task": task_info(record["task"], record["metric"], label_names, pair),
-        "encoder": encoder_info(cfg.model or None, encoder, saved=joint, max_length=cfg.max_length, bf16=False,
-                                architecture=record["encoder"].get("architecture")),
-        "mode": cfg.mode,
-        "privacy": {
-            "scheme": cfg.scheme,
-            "variant": "baseline" if cfg.scheme == "none" else "texthide-intra",
-            "m": cfg.m,
-            "k": cfg.k,
-            "inter": False,
-            "eval_mask": "none",  # the server's evaluation: it holds no key
-            "abs_input": hc["abs_input"],
-            "key_required": False,
-            "key_check": None,
-            "noisy_queries": False,
-            "dp": None,  # DP instance encoding: none (DP-FedSGD is in the federated block)
-        },
-        "federated": {
-            "clients": cfg.clients, "rounds": cfg.rounds, "algorithm": cfg.algorithm, "local_steps": cfg.local_steps,
-            "fraction_train": cfg.fraction_train, "pool_sizes": record["pool_sizes"], "secagg": cfg.secagg,
-            "local_clip": cfg.local_clip, "local_noise": cfg.local_noise, "train_embeddings": cfg.train_embeddings,
-            "client_eval_mask": cfg.eval_mask, "dp_fedsgd": record.get("dp"),
-            "score_source": record["score_source"], "client_score": record["score"]
-            if record["score_source"].startswith("clients") else None,
-        },
-        "eval": record["eval"],
-        "score": record["server_score"],
-    }
-    return write_model_folder(dest, pipeline=pipeline, card=lambda: federated_card(pipeline, record), head=head,
-                              label_names=label_names, encoder_model=encoder.model if joint else None,
-                              tokenizer=encoder.tokenizer if joint else None)
-
-
 BILSTM_DIR = "bilstm"
 
 
@@ -319,77 +226,6 @@ def load_bilstm(folder: str | Path, *, device: str = "cpu") -> nn.Module:
         raise PrivnluError(f"{folder}: not a privnlu BiLSTM folder (config.json + {WEIGHTS}): "
                            f"{type(exc).__name__}") from None
     return body.to(device).eval()
-
-
-def export_dchi_model(dest: str | Path, *, record: dict, model: nn.Module, encoder: SentenceEncoder,
-                      label_names: tuple[str, ...], pair: bool, base_model: str | None) -> Path:
-    """One finished ``privnlu dchi finetune`` run's provider model (see :mod:`privnlu.training.private_finetune`).
-
-    ``model`` is the run's :class:`~privnlu.training.private_finetune.Classifier` (a transformers encoder body, or
-    a BiLSTM, + a linear layer on the pooled ``h(x)``), or in ``sequence`` mode the MLP head on ``h(x) + N``;
-    ``encoder`` the user-side (base) encoder. The transformer body is saved with ``save_pretrained`` at the root
-    (``AutoModel`` loads it; it is not an ``AutoModelForSequenceClassification``: privnlu's classifier is a linear
-    layer on the CLS/mean-pooled last hidden state, not on BERT's pooler), the BiLSTM in ``bilstm/``, the linear
-    layer as a privnlu head (:class:`MLPHead` without hidden layers) in ``head/``. ``sequence`` mode keeps the base
-    encoder unchanged, so it is named, not copied, as for a frozen train run.
-    """
-    from .bilstm import BiLSTMEncoder
-    from .card import dchi_card
-
-    mode, eta = record["mode"], record["eta"]
-    sequence = mode == "sequence"
-    body = None if sequence else model.body
-    bilstm = isinstance(body, BiLSTMEncoder)
-    if sequence:
-        head = model
-    else:
-        head = MLPHead(model.out.in_features, model.out.out_features, hidden=(), dropout=0.0)
-        head.net[0].load_state_dict(model.out.state_dict())
-    pipeline = {
-        **pipeline_header("dchi-finetune", _dchi_label(record), version=2),
-        "task": task_info(record["task"], record["metric"], label_names, pair),
-        "encoder": {**encoder_info(base_model, encoder, saved=body is not None and not bilstm,
-                                   max_length=record["max_length"], bf16=record["bf16_used"],
-                                   architecture="BiLSTMEncoder" if bilstm else None),
-                    "body": "base" if sequence else ("bilstm" if bilstm else "transformer")},
-        "mode": mode,
-        "privacy": {"scheme": "none" if mode == "null" else "dchi", "variant": f"dchi-{mode}", "eta": eta,
-                    "key_required": False, "abs_input": False},
-        "dchi": {"mode": mode, "eta": eta, "mechanism": DCHI_MECHANISMS[mode], "encoder": record["encoder"],
-                 # the user-side token table: the base encoder's (text mode fine-tunes the provider's own copy)
-                 "user_side": {"null": None, "sequence": "base", "text": "base", "token": "saved"}[mode]},
-        "eval": {record["eval_split"]: record["metrics"]},
-        "score": record["score"],
-    }
-    if not bilstm and body is not None:
-        pipeline["encoder"]["architecture"] = (body.config.architectures or [type(body).__name__])[0]
-    if bilstm:
-        pipeline["encoder"]["hidden_size"] = body.dim
-    return write_model_folder(dest, pipeline=pipeline, card=lambda: dchi_card(pipeline, record), head=head,
-                              label_names=label_names, encoder_model=None if bilstm else body,
-                              tokenizer=None if sequence else encoder.tokenizer,
-                              extra=(lambda tmp: save_bilstm(body, tmp / BILSTM_DIR)) if bilstm else None)
-
-
-#: the d_chi release of each ``dchi finetune`` mode (Qu et al. 2021, section 3.3)
-DCHI_MECHANISMS = {"null": None, "sequence": "M_seq", "token": "M_rep", "text": "M_txt"}
-
-
-def _dchi_label(record: dict) -> str:
-    eta = "" if record["eta"] is None else f"-eta{record['eta']:g}"
-    return f"{record['task']}-dchi-{record['encoder']}-{record['mode']}{eta}"
-
-
-def export_pretrained_encoder(dest: str | Path, *, model: nn.Module, tokenizer: Any, record: dict,
-                              base_model: str | None) -> Path:
-    """``privnlu dchi pretrain``'s adapted encoder: ``save_pretrained`` (safetensors) + tokenizer, no local path,
-    and a model card (objective, eta, mechanism, steps, the measured masked-token accuracies). No ``privnlu.json``:
-    it has no task head, it is a base encoder for ``privnlu dchi finetune --model``."""
-    from .card import pretrain_card
-
-    origin = encoder_origin(base_model)
-    return write_model_folder(dest, card=lambda: pretrain_card(record, origin), encoder_model=model,
-                              tokenizer=tokenizer)
 
 
 def share_modes(folder: Path) -> None:
@@ -428,5 +264,4 @@ def read_pipeline(folder: str | Path) -> dict:
     return cfg
 
 
-__all__ = ["PIPELINE_FILE", "export_dchi_model", "export_federated_model", "export_pretrained_encoder",
-           "export_run_model", "write_model_folder", "head_config", "key_check", "load_head", "read_pipeline", "save_head"]
+__all__ = ["PIPELINE_FILE", "write_model_folder", "head_config", "key_check", "load_head", "read_pipeline", "save_head"]

@@ -6,12 +6,17 @@ import html
 from collections import defaultdict
 
 from ..audit.frontier import Point, pareto_front, recommend
-from ..audit.grid import SCHEMES, TITLES
+from ..schemes import canonical, get, names
 from .registry import Context, md_table, section, table
 
 HEAD = ["scheme", "setting", "utility", "re-identified % (95 % CI)", "attack", "own leakage", "formal guarantee", "seconds"]
-MARKERS = dict(zip(SCHEMES, "o^vsDPX"))
-COLORS = dict(zip(SCHEMES, ("#222222", "#1f77b4", "#17becf", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e")))
+MARKERS = dict(zip(names(), "o^vsDPX*"))
+COLORS = dict(zip(names(), ("#222222", "#1f77b4", "#17becf", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")))
+
+
+def scheme_of(r: dict) -> str:
+    """An audit point's canonical scheme name (points written before the registry use older names)."""
+    return canonical(r["scheme"], warn=False)
 
 
 def audits(records: list[dict]) -> dict[tuple[str, str], list[dict]]:
@@ -20,11 +25,11 @@ def audits(records: list[dict]) -> dict[tuple[str, str], list[dict]]:
     for r in records:
         if r.get("kind") == "audit":
             out[(r["task"], r.get("mode", "frozen"))].append(r)
-    order = {s: i for i, s in enumerate(SCHEMES)}
+    order = {s: i for i, s in enumerate(names())}
 
     def key(r: dict) -> tuple:
         p = r.get("point", {})
-        return (order.get(r["scheme"], 99), p.get("epsilon") or 0, p.get("target") or 0, str(p.get("m", "")), r["reid"]["rate"])
+        return (order.get(scheme_of(r), 99), p.get("epsilon") or 0, p.get("target") or 0, str(p.get("m", "")), r["reid"]["rate"])
 
     return {k: sorted(v, key=key) for k, v in out.items()}
 
@@ -50,7 +55,7 @@ def rows(recs: list[dict]) -> list[list[object]]:
 def analysis(recs: list[dict]) -> tuple[list[Point], list[Point], Point | None, list[str]]:
     """(points, Pareto front, no-privacy point, recommendation sentences) of one audit."""
     points = [Point.from_record(r) for r in recs]
-    base = next((p for p, r in zip(points, recs) if r["scheme"] == "none"), None)
+    base = next((p for p, r in zip(points, recs) if get(scheme_of(r), warn=False).release == "none"), None)
     metric = recs[0]["metric"]
     advice = recommend(points, baseline=base, random_reid=recs[0]["random_guess_reid"], metric=metric,
                        chance_utility=recs[0].get("chance_utility"))
@@ -74,7 +79,7 @@ def frontier_figure(recs: list[dict], ctx: Context, name: str) -> str:
     fig, ax = plt.subplots(figsize=(8.5, 5.2))
     seen = set()
     for r, p in zip(recs, points):
-        s = r["scheme"]
+        s = scheme_of(r)
         ax.scatter(p.reid, p.utility, marker=MARKERS.get(s, "o"), s=70, color=COLORS.get(s, "k"), zorder=3, alpha=0.85,
                    edgecolor="white", linewidth=0.6, label=None if s in seen else r["scheme_title"])
         seen.add(s)
@@ -97,16 +102,17 @@ def examples(recs: list[dict]) -> str:
     """For each scheme, its highest-utility setting's examples: private sentence, what was released, what was recovered."""
     best: dict[str, dict] = {}
     for r in recs:
-        if r.get("examples") and (r["scheme"] not in best or r["utility"] > best[r["scheme"]]["utility"]):
-            best[r["scheme"]] = r
+        name = scheme_of(r)
+        if r.get("examples") and (name not in best or r["utility"] > best[name]["utility"]):
+            best[name] = r
     parts = []
-    for s in SCHEMES:
+    for s in names():
         if s not in best:
             continue
         r = best[s]
         rows_ = [[e["private"], e["released"], e["recovered"], "yes" if e["recovered"].strip() == e["private"].strip() else "no"]
                  for e in r["examples"]]
-        parts.append(f"<h4>{html.escape(TITLES[s])}{', ' + html.escape(r['setting']) if r.get('setting') else ''}</h4>"
+        parts.append(f"<h4>{html.escape(get(s).title)}{', ' + html.escape(r['setting']) if r.get('setting') else ''}</h4>"
                      + table(["private sentence", "what the attacker gets", "what the attacker names", "exact"], rows_).replace("<table>", "<table class='text'>", 1))
     return "".join(parts)
 

@@ -13,6 +13,7 @@ import statistics
 from collections import defaultdict
 
 from ..paper_values import values
+from ..schemes import from_record
 from .registry import Context, md_table, section, table
 from .texthide_sections import encoder_name
 
@@ -62,12 +63,13 @@ def _curves(records: list[dict]) -> dict[tuple, tuple[dict[str, list[dict]], dic
         if r.get("kind") != "train":
             continue
         where = (r["task"], r.get("n_train", 0), (r.get("spec") or {}).get("train", {}).get("epochs", 0))
-        if r.get("scheme") == "dp" and r.get("dp"):
+        scheme = from_record(r)
+        if scheme.formal == "dp" and r.get("dp"):
             point = curves[where][curve_name(r)].setdefault(float(r["dp"]["target_epsilon"]),
                                                              ([], r["dp"]["accounted_epsilon"]))
             point[0].append(r)
         elif r.get("group") == "xie2022":
-            name = "baseline" if r["scheme"] == "none" else f"TextHide ({r['m']}, {r['k']})"
+            name = "baseline" if scheme.release == "none" else f"TextHide ({r['m']}, {r['k']})"
             refs[where][f"{name}, {r.get('mode', 'frozen')}"].append(r)
     return {w: (dict(refs[w]), dict(sorted(curves[w].items()))) for w in sorted(curves)}
 

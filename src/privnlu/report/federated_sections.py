@@ -195,7 +195,7 @@ def embedding_leak(records: list[dict], ctx: Context) -> str | None:
     srows = []
     for s in sweeps:
         for r in s["results"]:
-            srows.append([r["batch_size"], "none" if r["scheme"] == "none" else f"TextHide ({r['m']}, {r['k']})",
+            srows.append([r["batch_size"], "none" if r["k"] == 1 else f"TextHide ({r['m']}, {r['k']})",
                           r["trials"], r["precision"], r["recall"], r["exact_sentences"], r["token_accuracy"]])
     if srows:
         html += table(["batch size", "scheme", "messages", "token precision", "token recall", "exact sentences",

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..params import plural  # noqa: F401 (re-exported for the sections)
+
 Render = Callable[[list[dict], "Context"], "str | None"]
 
 
@@ -79,11 +81,6 @@ def legends_outside(fig) -> None:
         elif len(rows) <= 1:
             ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=size, frameon=False,
                       ncol=min(2, len(labels)))
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 task``, ``2 tasks`` (``many`` for irregular plurals)."""
-    return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
 def fmt(v: object) -> str:

@@ -13,6 +13,7 @@ from pathlib import PurePath
 
 from ..paper_values import compare_cells, lookup
 from ..paper_values import huang2020 as paper
+from ..schemes import from_record
 from .registry import Context, md_table, plural, section, table
 
 VARIANTS = ("baseline", "texthide-intra", "texthide-inter")
@@ -48,7 +49,7 @@ def _by_task(records: list[dict]) -> dict[tuple[str, str], dict[str, dict]]:
     """(task, mode) -> variant -> record, for Table 1 (no DP runs, no |x| heads); the last file wins."""
     by_task: dict[tuple[str, str], dict[str, dict]] = defaultdict(dict)
     for r in _train(records, exclude=NOT_TABLE1):
-        if r.get("scheme") != "dp" and not r["spec"]["train"].get("abs_input"):
+        if from_record(r).formal != "dp" and not r["spec"]["train"].get("abs_input"):
             by_task[(r["task"], r.get("mode", "frozen"))][r["variant"]] = r
     return {t: v for t, v in sorted(by_task.items()) if len(v) > 1}
 

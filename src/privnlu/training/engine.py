@@ -1,14 +1,15 @@
-"""The shared TextHide pipeline: data -> representations -> TextHide -> head -> metrics.
+"""The training and release engine: data -> representations -> privacy scheme -> head -> metrics.
 
-``train``, ``sweep``, ``demo`` and the paper recipes all go through
-:func:`prepare` (load data, encode or read the feature cache) and
-:func:`train_run` (one (m, k) point), so no recipe repeats this logic.
+``train``, ``encode``, ``sweep``, ``audit`` and the paper recipes all go through :func:`prepare` (load data, encode
+or read the feature cache) and :func:`train_run` (one run under one scheme), so none of them repeats this logic.
+The scheme comes from the registry (:mod:`privnlu.schemes`): a representation scheme encodes every training batch
+with fresh one-time keys (``scheme.hider``); a d_chi scheme releases the data once before training
+(``scheme.release_features``).
 """
 
 from __future__ import annotations
 
 import copy
-import math
 import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -16,27 +17,28 @@ from pathlib import Path
 
 import torch
 
-from ..version import __version__
+from ..choices import MODES
 from ..data import TextDataset, get_task, load_public_corpus
 from ..data.tasks import TaskSpec
 from ..errors import PrivnluError, require_at_least_one, require_choice
 from ..io import write_json_atomic
-from ..mechanisms.dp import DPSettings, DPTextHide
-from ..mechanisms.texthide import MaskPool, TextHide, check_k, m_label, parse_m
+from ..mechanisms.dp import DPSettings
+from ..mechanisms.texthide import MaskPool, TextHide, check_k
 from ..models import FeatureCache, MLPHead, config_summary, load_encoder
-from ..models.heads import AbsInput
 from ..models.encoder import SentenceEncoder, resolve_pooling
 from ..models.features import extract_features
+from ..models.heads import AbsInput
 from ..models.precision import autocast, resolve_bf16
+from ..params import m_label
 from ..rng import SecretGenerator
-from .trainer import TrainConfig, fit
-from .losses import targets_from_labels
+from ..schemes import NoPrivacy, Scheme, create
+from ..version import __version__
 from .batching import pad
+from .losses import targets_from_labels
+from .trainer import TrainConfig, fit
 
-SCHEMES = ("none", "texthide", "dp")
-#: the subfolder of a train run that holds its model in the Hugging Face layout (models.saving)
+#: the subfolder of a train run that holds its model in the Hugging Face layout (training.export)
 MODEL_DIR = "model"
-MODES = ("frozen", "joint")
 
 
 @dataclass(frozen=True)
@@ -46,10 +48,7 @@ class RunSpec:
     task: str
     model: str | None = None
     pooling: str = "auto"  # resolved here to the model's own (models.encoder.default_pooling)
-    scheme: str = "none"
-    m: float = 0
-    k: int = 1
-    inter: bool = False
+    scheme: Scheme = field(default_factory=NoPrivacy)
     public: str = "wiki"
     public_size: int = 20000
     mode: str = "frozen"
@@ -62,44 +61,46 @@ class RunSpec:
     device: str = "cpu"
     encode_batch_size: int = 64
     encoder_lr: float = 2e-5
-    dp: DPSettings | None = None
     train: TrainConfig = field(default_factory=TrainConfig)
 
     def __post_init__(self) -> None:
-        require_choice("scheme", self.scheme, SCHEMES)
         require_choice("mode", self.mode, MODES)
-        object.__setattr__(self, "m", parse_m(self.m))
+        if not isinstance(self.scheme, Scheme):
+            raise PrivnluError(f"a run's scheme is a privnlu.schemes scheme, not {self.scheme!r}")
         object.__setattr__(self, "bf16", resolve_bf16(self.bf16, self.device))
         object.__setattr__(self, "pooling", resolve_pooling(self.model, self.pooling))
-        check_k(self.k)
-        if self.scheme == "none" and (self.m != 0 or self.k != 1 or self.inter):
-            raise PrivnluError("scheme 'none' takes no m, k or --inter; use --scheme texthide")
-        if (self.scheme == "dp") != (self.dp is not None):
-            raise PrivnluError("DP settings go with --scheme dp, and --scheme dp needs them")
-        if self.inter and self.k < 2:
-            raise PrivnluError("TextHide-inter needs k >= 2")
-        check_k(math.ceil(self.k / 2) if self.inter else self.k, self.train.batch_size)  # validate before any work
+        if self.scheme.release == "per-batch":
+            check_k(self.scheme.n_private, self.train.batch_size)  # validate before any work
+        if self.scheme.release == "once" and self.mode != "frozen":
+            raise PrivnluError(f"{self.scheme.name} releases privatized data once, which a frozen encoder's head is "
+                               "trained on; to fine-tune the encoder under d_chi use 'privnlu dchi finetune'")
         require_at_least_one(self, "max_length", "public_size", "encode_batch_size")
         if not self.encoder_lr > 0:
             raise PrivnluError(f"the encoder learning rate must be positive, not {self.encoder_lr}")
 
     @property
+    def inter(self) -> bool:
+        """True if the scheme mixes in a public corpus (its representations are then prepared too)."""
+        return bool(getattr(self.scheme, "inter", False))
+
+    @property
     def variant(self) -> str:
-        if self.scheme == "none":
-            return "baseline"
-        return ("dp-" if self.scheme == "dp" else "") + ("texthide-inter" if self.inter else "texthide-intra")
+        return self.scheme.variant
 
     @property
     def label(self) -> str:
-        base = f"{self.task}-{self.variant}"
-        if self.scheme == "none":
-            return base
-        return f"{base}-m{m_label(self.m)}-k{self.k}" + (f"-{self.dp.label}" if self.dp is not None else "")
+        return f"{self.task}-{self.scheme.label}"
 
     def to_json(self) -> dict:
-        d = asdict(self)
-        d["m"] = m_label(self.m)
-        return d
+        """The spec as its results record states it: the scheme's name, and its m, k, inter and DP settings under
+        the fields every record has used."""
+        d = asdict(replace(self, scheme=NoPrivacy()))
+        del d["scheme"]
+        s = self.scheme
+        dp = asdict(s.settings) if s.formal == "dp" else None
+        eta = {"eta": s.eta} if getattr(s, "eta", None) is not None else {}
+        return {"task": d.pop("task"), "model": d.pop("model"), "pooling": d.pop("pooling"), "scheme": s.name,
+                "m": m_label(getattr(s, "m", 0)), "k": getattr(s, "k", 1), "inter": self.inter, **eta, **d, "dp": dp}
 
 
 @dataclass
@@ -114,6 +115,7 @@ class Prepared:
     eval_x: dict[str, torch.Tensor]
     public_x: torch.Tensor | None
     public_texts: list[str] | None
+    released: object | None = None  # a once-released scheme's train release (schemes.dchi.FeatureRelease)
 
 
 def load_splits(spec: RunSpec) -> tuple[TaskSpec, TextDataset, dict[str, TextDataset]]:
@@ -123,8 +125,10 @@ def load_splits(spec: RunSpec) -> tuple[TaskSpec, TextDataset, dict[str, TextDat
     return task, train, evals
 
 
-def prepare(spec: RunSpec, *, progress: bool = True, encoder: SentenceEncoder | None = None, refresh_cache: bool = False) -> Prepared:
-    """Load the task and its representations (from the feature cache in frozen mode)."""
+def prepare(spec: RunSpec, *, progress: bool = True, encoder: SentenceEncoder | None = None,
+            refresh_cache: bool = False) -> Prepared:
+    """Load the task and its representations (from the feature cache in frozen mode); a scheme that releases once
+    (d_chi) privatizes every split here, as the provider's encoder sees it."""
     task, train, evals = load_splits(spec)
     enc = encoder or load_encoder(spec.model, pooling=spec.pooling, device=spec.device)
     cache = FeatureCache(spec.cache_dir, refresh=refresh_cache)
@@ -135,7 +139,26 @@ def prepare(spec: RunSpec, *, progress: bool = True, encoder: SentenceEncoder | 
     train_x = cache.get(enc, train, **kw).features
     eval_x = {s: cache.get(enc, ds, **kw).features for s, ds in evals.items()}
     public_x = cache.get(enc, public_ds, **kw).features if public_ds is not None else None
-    return Prepared(task, enc, train, evals, train_x, eval_x, public_x, None)
+    prep = Prepared(task, enc, train, evals, train_x, eval_x, public_x, None)
+    return release_once(spec, prep, progress=progress) if spec.scheme.release == "once" else prep
+
+
+def release_once(spec: RunSpec, prep: Prepared, *, rng: SecretGenerator | None = None, progress: bool = True,
+                 keep: torch.Tensor | None = None) -> Prepared:
+    """``prep`` with every split replaced by its release under the spec's scheme (d_chi: privatized once on the
+    user's side, fresh noise, as the provider's frozen encoder represents it); ``keep``: train rows whose release
+    the caller keeps (the audit's attacked sentences), in ``prep.released``."""
+    from ..mechanisms.dchi import TokenSpace
+
+    assert prep.train_x is not None
+    rng = rng or SecretGenerator(spec.train.seed, warn=False)
+    space = TokenSpace.from_model(prep.encoder.model, prep.encoder.tokenizer)
+    kw = dict(max_length=spec.max_length, batch_size=spec.encode_batch_size, progress=progress)
+    train = spec.scheme.release_features(prep.encoder, space, prep.train, prep.train_x, rng, keep=keep,
+                                         desc=f"{spec.scheme.label} train", **kw)
+    evals = {s: spec.scheme.release_features(prep.encoder, space, ds, prep.eval_x[s], rng, desc=f"{spec.scheme.label} {s}",
+                                             **kw).features for s, ds in prep.evals.items()}
+    return replace(prep, train_x=train.features, eval_x=evals, released=train)
 
 
 def split_release(prep: Prepared, split: str) -> tuple[TextDataset, torch.Tensor, torch.Tensor]:
@@ -151,16 +174,13 @@ def split_release(prep: Prepared, split: str) -> tuple[TextDataset, torch.Tensor
     return ds, x, targets_from_labels(_labels(ds), n_out, regression=prep.task.is_regression)
 
 
-def make_hider(spec: RunSpec, dim: int, rng: SecretGenerator, public_x: torch.Tensor | None, pool: MaskPool | None = None) -> TextHide | None:
-    """The spec's encoder of private representations: none, TextHide, or DP TextHide calibrated for the whole run."""
-    if spec.scheme == "none":
+def make_hider(spec: RunSpec, dim: int, rng: SecretGenerator, public_x: torch.Tensor | None,
+               pool: MaskPool | None = None) -> TextHide | None:
+    """The spec's per-batch encoder of private representations (TextHide, DP TextHide calibrated for the whole run),
+    or None where training sees the representations as prepared."""
+    if spec.scheme.release != "per-batch":
         return None
-    public = public_x if spec.inter else None
-    if spec.scheme == "dp":
-        assert spec.dp is not None
-        return DPTextHide.from_settings(spec.dp, spec.m, spec.k, dim=dim, rng=rng, epochs=spec.train.epochs,
-                                        public=public, pool=pool)
-    return TextHide(spec.m, spec.k, dim=dim, rng=rng, public=public, pool=pool)
+    return spec.scheme.hider(dim=dim, rng=rng, epochs=spec.train.epochs, public=public_x, pool=pool)
 
 
 def _labels(ds: TextDataset) -> torch.Tensor:
@@ -204,7 +224,7 @@ def train_run(
     head = head.to(spec.device)
     pool = None
     key_path = run_dir / "key.pt" if run_dir is not None else None
-    if spec.scheme != "none" and key_path is not None and resume and key_path.exists():
+    if spec.scheme.release == "per-batch" and key_path is not None and resume and key_path.exists():
         pool = MaskPool.load(key_path)
     hider = make_hider(spec, dim, rng, prep.public_x, pool)
     if hider is not None and key_path is not None and hider.pool.masks is not None and pool is None:
@@ -234,9 +254,9 @@ def train_run(
         "label": spec.label,
         "task": task.name,
         "variant": spec.variant,
-        "scheme": spec.scheme,
-        "m": m_label(spec.m),
-        "k": spec.k,
+        "scheme": spec.scheme.name,
+        "m": m_label(getattr(spec.scheme, "m", 0)),
+        "k": getattr(spec.scheme, "k", 1),
         "inter": spec.inter,
         "mode": spec.mode,
         "metric": task.metric,
@@ -248,12 +268,12 @@ def train_run(
         "encoder": config_summary(prep.encoder),
         "spec": spec.to_json(),
         "experiment_seed": cfg.seed,
-        "dp": hider.calibration.to_json() if isinstance(hider, DPTextHide) and hider.calibration else None,
+        "dp": cal.to_json() if (cal := getattr(hider, "calibration", None)) is not None else None,
         "history": state.history,
         "seconds": round(time.time() - t0, 2),
     }
     if run_dir is not None and not scratch:
-        from ..models.saving import export_run_model
+        from .export import export_run_model
 
         export_run_model(run_dir / MODEL_DIR, record=record, head=head, encoder=encoder,
                          label_names=task.label_names, pair=prep.train.is_pair,
@@ -263,6 +283,35 @@ def train_run(
     if scratch and run_dir is not None:
         shutil.rmtree(run_dir, ignore_errors=True)
     return record
+
+
+#: the files of a run folder; a folder holding any of them holds a run
+RUN_FILES = ("result.json", "checkpoint.pt", "key.pt", MODEL_DIR)
+
+
+def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
+    """Refuse to replace an earlier run (its result, checkpoint and key) unless ``resume`` or ``overwrite`` says so."""
+    found = [f for f in RUN_FILES if (run_dir / f).exists()]
+    if resume and overwrite:
+        raise PrivnluError("--resume continues the run in the folder, --force replaces it: give one of them")
+    if found and not (resume or overwrite):
+        raise PrivnluError(f"{run_dir} already holds a run ({', '.join(found)}): continue it with --resume, replace it "
+                           "(key file included) with --force, or choose another --out")
+
+
+def train(spec: RunSpec, run_dir: str | Path, *, resume: bool = False, overwrite: bool = False,
+          refresh_cache: bool = False, progress: bool = True, log=lambda msg: None) -> dict:
+    """One training run into ``run_dir`` (``privnlu train``): its results record, checkpoint, key (0600) and model
+    folder with its card; returns the record. Refuses a folder that holds a run unless ``resume``/``overwrite``."""
+    run_dir = Path(run_dir)
+    check_run_dir(run_dir, resume=resume, overwrite=overwrite)
+    if spec.mode == "joint" and spec.scheme.formal != "none":
+        what = "DP" if spec.scheme.formal == "dp" else "formal"
+        log(f"warning: --scheme {spec.scheme.name} with --mode joint gives no {what} guarantee "
+            f"({spec.scheme.guarantee(joint=True).text}); use --mode frozen (or an encoder fine-tuned on public data) "
+            "for a release with the guarantee")
+    prep = prepare(spec, progress=progress, refresh_cache=refresh_cache)
+    return train_run(spec, prep, out=run_dir / "result.json", run_dir=run_dir, resume=resume, progress=progress)
 
 
 def _fit_joint(spec: RunSpec, prep: Prepared, enc: SentenceEncoder, eval_labels, hider, rng: SecretGenerator,
@@ -300,10 +349,15 @@ def _fit_joint(spec: RunSpec, prep: Prepared, enc: SentenceEncoder, eval_labels,
 
 
 def with_scheme(spec: RunSpec, *, m: float, k: int, inter: bool = False, dp: DPSettings | None = None) -> RunSpec:
-    """The same run with another (m, k) point (and DP settings); (0, 1) without --inter or DP is the baseline."""
+    """The same run with another (m, k) point (and DP settings): TextHide intra or inter, or DP instance encoding;
+    (0, 1) without ``inter`` or DP is the baseline."""
     if m == 0 and k == 1 and not inter and dp is None:
-        return replace(spec, scheme="none", m=0, k=1, inter=False, dp=None)
-    return replace(spec, scheme="dp" if dp is not None else "texthide", m=m, k=k, inter=inter, dp=dp)
+        return replace(spec, scheme=NoPrivacy())
+    if dp is None:
+        return replace(spec, scheme=create("texthide-inter" if inter else "texthide", m=m, k=k))
+    return replace(spec, scheme=create("dp-ie", m=m, k=k, inter=inter, mechanism=dp.mechanism, epsilon=dp.epsilon,
+                                       delta=dp.delta, clip=dp.clip, calibration=dp.calibration,
+                                       clean_queries=not dp.noisy_queries))
 
 
 def grid_label(m: float, k: int) -> str:

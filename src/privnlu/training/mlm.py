@@ -398,7 +398,7 @@ class Pretrainer:
         torch_save_atomic(path, blob)
 
     def _finish(self, state: dict, seconds: float) -> dict:
-        from ..models.saving import export_pretrained_encoder
+        from .export import export_pretrained_encoder
 
         rec = self._record(state, finished=True, seconds=seconds)
         shutil.rmtree(self.out / ".encoder.tmp", ignore_errors=True)  # left by an older privnlu's interrupted run

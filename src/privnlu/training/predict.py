@@ -24,6 +24,9 @@ privatizes each query on the user side with the run's mechanism and eta, as its 
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +35,8 @@ from typing import TYPE_CHECKING, Sequence
 import torch
 from torch import nn
 
+from ..data.dataset import read_utf8
+from ..data.generic import _read_records
 from ..errors import PrivnluError
 from ..io import read_json
 from ..mechanisms.dp import DPTextHide, make_mechanism
@@ -40,6 +45,7 @@ from ..models.encoder import SentenceEncoder, load_encoder
 from ..models.features import extract_features
 from ..models.saving import HEAD_DIR, PIPELINE_FILE, key_check, load_head, read_pipeline
 from ..rng import SecretGenerator
+from ..schemes import from_record
 
 if TYPE_CHECKING:
     from ..mechanisms.dchi import TokenSpace
@@ -92,15 +98,17 @@ class Predictor:
     def describe(self) -> str:
         """One line: the model and how its queries are encoded."""
         p, enc = self.pipeline["privacy"], self.pipeline["encoder"]
+        scheme = from_record(p)
+        private = scheme.release != "none"
         model = f"{self.pipeline['label']} ({self.pipeline['mode']}, {enc['name']})"
         if self.hider is None:
             how = "raw sentence representations" + (
                 " (as the federated server evaluated: the clients' pools never left them)"
-                if self.pipeline.get("trained_by") == "federated" and p["scheme"] != "none" else
-                " (the run evaluated with --eval-mask none)" if p["scheme"] != "none" else "")
+                if self.pipeline.get("trained_by") == "federated" and private else
+                " (the run evaluated with --eval-mask none)" if private else "")
         else:
             parts = []
-            if p["scheme"] == "dp":
+            if scheme.formal == "dp":
                 parts.append(f"clipped to {p['dp']['clip']:g} ({p['dp']['clip_norm']})")
             if self.key_source:
                 parts.append(f"masked with a mask from the owner's pool ({self.key_source})")
@@ -108,7 +116,7 @@ class Predictor:
                 parts.append("masked with a fresh random mask (m = inf)")
             elif p["abs_input"] and parse_m(p["m"]) != 0:
                 parts.append("unmasked (the head sees |x|, so masks make no difference)")
-            if p["scheme"] == "dp" and p.get("noisy_queries"):
+            if scheme.formal == "dp" and p.get("noisy_queries"):
                 parts.append(f"with {p['dp']['mechanism']} noise as in training")
             how = ", ".join(parts) or "unmasked (m = 0)"
         return f"{model}; queries unmixed, {how}"
@@ -278,18 +286,20 @@ def _run_spec_model(run_dir: Path | None, model_dir: Path | None = None):
 
 def _query_encoder(privacy: dict, dim: int, pool: MaskPool | None, rng: SecretGenerator) -> TextHide | None:
     """A hider whose ``mask_only`` is the run's evaluation-time query encoding, or None (raw representations)."""
-    if privacy["scheme"] == "none" or privacy["eval_mask"] != "pool":
+    scheme = from_record(privacy)
+    if scheme.release != "per-batch" or privacy["eval_mask"] != "pool":
         return None
-    m, k = parse_m(privacy["m"]), int(privacy["k"])
+    m = parse_m(privacy["m"])
     if pool is None:  # no key needed: no mask (m = 0), a fresh one per query (m = inf), or a head on |x|
         m = m if (m == math.inf and not privacy["abs_input"]) else 0
         pool = MaskPool.generate(m, dim, rng)
-    if privacy["scheme"] == "dp":
+    if scheme.formal == "dp":
         dp = privacy["dp"]
         mech = make_mechanism(dp["mechanism"], clip=float(dp["clip"]), noise=float(dp["noise"]), dim=int(dp["dim"]),
                               clip_norm=dp["clip_norm"], max_weight=float(dp["max_weight"]))
-        return DPTextHide(m, k, dim=dim, rng=rng, mechanism=mech, pool=pool, noisy_queries=bool(privacy["noisy_queries"]))
-    return TextHide(m, k, dim=dim, rng=rng, pool=pool)
+        return DPTextHide(m, scheme.k, dim=dim, rng=rng, mechanism=mech, pool=pool,
+                          noisy_queries=bool(privacy["noisy_queries"]))
+    return TextHide(m, scheme.k, dim=dim, rng=rng, pool=pool)
 
 
 @dataclass
@@ -332,7 +342,7 @@ class DchiPredictor(Predictor):
 
 def _load_dchi(pipeline: dict, model_dir: Path, run_dir: Path | None, model: str | Path | None, device: str,
                rng: SecretGenerator) -> DchiPredictor:
-    """A ``dchi finetune`` model folder (see :func:`privnlu.models.saving.export_dchi_model`)."""
+    """A ``dchi finetune`` model folder (see :func:`privnlu.training.export.export_dchi_model`)."""
     from ..mechanisms.dchi import TokenSpace
     from ..models.saving import BILSTM_DIR, load_bilstm
     from .private_finetune import Classifier
@@ -369,4 +379,71 @@ def _load_dchi(pipeline: dict, model_dir: Path, run_dir: Path | None, model: str
     return DchiPredictor(pipeline, base, net, None, device, None, tokenizer=tokenizer, space=space, rng=rng)
 
 
-__all__ = ["DchiPredictor", "Predictor", "find_model_dir", "load"]
+# -- files of texts and of predictions ----------------------------------------------------------------------------
+
+INPUT_SUFFIXES = (".txt", ".csv", ".tsv", ".jsonl")
+OUTPUT_SUFFIXES = (".csv", ".tsv", ".jsonl")
+
+
+def read_inputs(text: list[str] | None, text_pair: list[str] | None, input: str | None, *, text_col: str = "text",
+                text_pair_col: str | None = None) -> tuple[list[str], list[str] | None]:
+    """The texts (and pair texts) given one by one (``text``, ``text_pair``) or in a file (``input``: .txt, one per
+    line, or .csv/.tsv/.jsonl with ``text_col`` and ``text_pair_col``)."""
+    if bool(text) == bool(input):
+        raise PrivnluError("give the texts with --text (repeatable) or --input FILE, one of them")
+    if text:
+        if text_pair and len(text_pair) != len(text):
+            raise PrivnluError(f"{len(text)} --text but {len(text_pair)} --text-pair; give one pair per text")
+        return list(text), list(text_pair) if text_pair else None
+    if text_pair:
+        raise PrivnluError("--text-pair goes with --text; with --input, name the column with --text-pair-col")
+    assert input is not None
+    path = Path(input)
+    if not path.is_file():
+        raise PrivnluError(f"--input {path}: no such file")
+    suffix = path.suffix.lower()
+    if suffix not in INPUT_SUFFIXES:
+        raise PrivnluError(f"--input {path}: unsupported file type '{suffix}' (use {', '.join(INPUT_SUFFIXES)})")
+    if suffix == ".txt":
+        if text_pair_col:
+            raise PrivnluError("--text-pair-col needs a .csv, .tsv or .jsonl --input")
+        texts = [line for line in read_utf8(path).splitlines() if line.strip()]
+        pairs = None
+    else:
+        records = _read_records(path)
+        cols = [c for c in (text_col, text_pair_col) if c]
+        for col in cols:
+            if records and col not in records[0]:
+                raise PrivnluError(f"--input {path}: column '{col}' missing (found {sorted(records[0])})")
+        texts = [str(r[text_col] or "") for r in records]
+        pairs = [str(r[text_pair_col] or "") for r in records] if text_pair_col else None
+    if not texts:
+        raise PrivnluError(f"--input {path}: no texts found")
+    return texts, pairs
+
+
+def format_rows(rows: list[dict], suffix: str) -> str:
+    """CSV/TSV with a header, or JSON lines."""
+    if suffix == ".jsonl":
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    fields = list(dict.fromkeys(k for r in rows for k in r))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=fields, delimiter="\t" if suffix == ".tsv" else ",", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def check_output_file(out: str | Path | None, *, force: bool) -> Path | None:
+    """The predictions file (.csv, .tsv or .jsonl), refused if it exists without ``force``; None: stdout."""
+    if out is None:
+        return None
+    out = Path(out)
+    if out.suffix.lower() not in OUTPUT_SUFFIXES:
+        raise PrivnluError(f"--out {out}: use a .csv, .tsv or .jsonl file")
+    if out.exists() and not force:
+        raise PrivnluError(f"--out {out} exists: choose another file, or add --force to replace it")
+    return out
+
+
+__all__ = ["DchiPredictor", "Predictor", "find_model_dir", "format_rows", "load", "read_inputs"]

@@ -27,6 +27,7 @@ the BiLSTM). Noise comes from a :class:`~privnlu.rng.SecretGenerator`.
 from __future__ import annotations
 
 import copy
+import json
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -49,6 +50,7 @@ from ..models.encoder import SentenceEncoder, pool
 from ..models.features import extract_features
 from ..models.precision import autocast, resolve_bf16
 from ..rng import SecretGenerator, derive_seed, seeded_torch
+from ..schemes import for_finetune_mode
 from .batching import bucket_batches, count_batches, pad
 from .losses import targets_from_labels, task_loss
 from .trainer import linear_warmup
@@ -402,3 +404,116 @@ def budget(train_size: int, batch_size: int, epochs: int) -> dict:
     """The training budget of one run: optimizer steps and examples seen (equal for both encoders in the recipe)."""
     steps = math.ceil(train_size / batch_size) * epochs
     return {"optimizer_steps": steps, "examples_seen": train_size * epochs}
+
+
+# -- the grid of ``privnlu dchi finetune``: one results JSON and model folder per (encoder, mode, eta) -------------
+
+@dataclass(frozen=True)
+class GridSettings:
+    """What a ``dchi finetune`` grid shares: the task and its data, and the runs' budget."""
+
+    task: str
+    model: str | None = None
+    data_dir: str | None = None
+    train_limit: int | None = None
+    dev_limit: int | None = None
+    max_length: int = 128
+    tag: str = ""
+    device: str = "cpu"
+
+
+def grid_configs(modes: list[str], encoders: list[str], etas: tuple[float, ...], *, epochs: int,
+                 sequence_epochs: int | None = None, lstm_epochs: int | None = None, log=lambda s: None,
+                 **config) -> list[FinetuneConfig]:
+    """One :class:`FinetuneConfig` per (mode, eta, encoder), mode and eta outermost (the encoders of a (mode, eta)
+    share one privatized copy); the BiLSTM has no sequence mode (it has no pretrained user-side encoder)."""
+    out, skipped = [], False
+    for mode in modes:
+        for eta in ([None] if mode == "null" else etas):
+            for encoder in encoders:
+                if mode == "sequence" and encoder == "bilstm":
+                    skipped = True
+                    continue
+                n = {"sequence": sequence_epochs}.get(mode) or (lstm_epochs if encoder == "bilstm" else None) or epochs
+                out.append(FinetuneConfig(mode=mode, encoder=encoder, eta=eta, epochs=n, **config))
+    if not out:
+        raise PrivnluError("nothing to run: the chosen modes and encoders have no valid combination")
+    if skipped:
+        log("skipping bilstm/sequence: sequence mode needs a pretrained user-side encoder")
+    return out
+
+
+def run_grid(g: GridSettings, configs: list[FinetuneConfig], out: str | Path, *, force: bool = False,
+             equal_budget: bool = True, log=lambda s: None) -> list[dict]:
+    """Fine-tune every config not already done in ``out`` (a record with other settings is refused unless
+    ``force``); each run's model folder is written before its results JSON (a JSON means the run, and its model,
+    are complete). An interrupted run continues from its last epoch on the same privatized data."""
+    from ..io import write_json_atomic
+    from .export import export_dchi_model
+
+    out = Path(out)
+    todo = [(c, out / _file_name(g.task, g.tag, c)) for c in configs]
+    todo = [(c, f) for c, f in todo if not _finished(f, _settings(g, c), force=force, log=log)]
+    if not todo:
+        log(f"all {len(configs)} runs already have results in {out}")
+        return []
+    prep = prepare(g.task, model=g.model, max_length=g.max_length, train_limit=g.train_limit, dev_limit=g.dev_limit,
+                   data_dir=g.data_dir, sequence_features=any(c.mode == "sequence" for c, _ in todo), device=g.device)
+    rng = SecretGenerator(configs[0].seed, warn=False)
+    shared: dict[tuple[str, float | None], Payloads] = {}  # one privatized copy per (mode, eta) for all encoders
+    records = []
+    for i, (config, path) in enumerate(todo):
+        key = (config.mode, config.eta)
+        payload_file = out / f".payload_{g.task}{'_' + g.tag if g.tag else ''}_{config.mode}_eta{config.eta}.pt"
+        if key not in shared:
+            shared = {key: load_or_privatize(prep, config.mode, config.eta, rng, payload_file)}
+        ckpt = path.with_name(f".{path.stem}.ckpt.pt")
+        res = finetune(prep, config, payloads=shared[key], log=log, checkpoint=ckpt)
+        rec = res.record
+        rec.update(tag=g.tag, settings=_settings(g, config), equal_budget=equal_budget,
+                   budget=budget(rec["train_size"], config.batch_size, config.epochs),
+                   scheme=for_finetune_mode(config.mode).name)
+        export_dchi_model(out / path.stem, record=rec, model=res.model, encoder=prep.encoder,
+                          label_names=prep.task.label_names, pair=prep.pair, base_model=g.model)
+        rec["model_dir"] = path.stem
+        write_json_atomic(path, rec)
+        ckpt.unlink(missing_ok=True)
+        if all((c.mode, c.eta) != key for c, _ in todo[i + 1:]):
+            payload_file.unlink(missing_ok=True)
+        log(f"{path.name}: dev score {rec['score']:.2f} ({rec['seconds']:.0f} s)")
+        records.append(rec)
+    return records
+
+
+def _settings(g: GridSettings, c: FinetuneConfig) -> dict:
+    """Everything that changes one fine-tuning run's result (recorded in its file, compared on a rerun)."""
+    return {"task": g.task, "model": g.model, "data_dir": g.data_dir, "train_limit": g.train_limit,
+            "dev_limit": g.dev_limit, "max_length": g.max_length, **asdict(c)}
+
+
+def _finished(path: Path, settings: dict, *, force: bool, log) -> bool:
+    """True if ``path`` holds this run's result; refuses (one line) a result computed with other settings."""
+    from ..io import json_text, read_json
+
+    if force or not path.exists():
+        return False
+    try:
+        rec = read_json(path)
+        old, _ = rec.get("settings"), rec["score"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        log(f"{path} is not a readable result; recomputing it")
+        return False
+    if old is None:
+        raise PrivnluError(f"{path} records no settings (an older privnlu wrote it): move it away, or --force to "
+                           "recompute")
+    new = json.loads(json_text(settings))
+    diff = [f"{k} {old.get(k)!r} -> {new.get(k)!r}" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    if diff:
+        raise PrivnluError(f"{path} holds a run computed with other settings ({'; '.join(diff[:4])}): use another "
+                           "--out, or --force to recompute it")
+    return True
+
+
+def _file_name(task: str, tag: str, c: FinetuneConfig) -> str:
+    eta = "" if c.eta is None else f"_eta{c.eta:g}"
+    return f"finetune_{task}{'_' + tag if tag else ''}_{c.encoder}_{c.mode}{eta}.json"

@@ -2,7 +2,7 @@
 
 The ledger is a JSON file the owner keeps beside the key (mode 0600, written
 atomically). ``privnlu encode``, ``privnlu dp encode`` and ``privnlu dchi privatize``
-take ``--ledger FILE``: before any work the release is checked against the
+take ``--ledger FILE``; :func:`release_of` records a release under any registered scheme: before any work the release is checked against the
 budget (refused with one line, nothing written, if it would exceed it), and once
 its files are written it is recorded with
 
@@ -35,9 +35,11 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from .errors import PrivnluError, require
-from .io import SECRET_MODE, write_json_atomic
+from ..errors import PrivnluError, require
+from ..io import SECRET_MODE, write_json_atomic
+from .base import Scheme
 
 FORMAT = "privnlu-ledger"
 NO_GUARANTEE = "no formal guarantee"
@@ -73,7 +75,7 @@ class Release:
 
     command: str
     dataset_name: str
-    guarantee: str  # "dp", "dchi" or "none"
+    guarantee: str  # "dp", "metric-dp" (d_chi) or "none": the scheme's kind of formal guarantee
     mechanism: str
     epsilon: float | None = None
     delta: float | None = None
@@ -86,28 +88,24 @@ class Release:
         return dict(self.__dict__)
 
 
-def dp_release(command: str, dataset_name: str, calibration, output: str) -> Release:
-    """A DP instance encoding release from its :class:`~privnlu.mechanisms.dp.Calibration`."""
-    mech = calibration.mechanism
-    label = calibration.to_json()["label"]
-    return Release(command, dataset_name, "dp", f"dp-{mech.kind}-{calibration.calibration}", calibration.epsilon,
-                   calibration.delta, [{"kind": mech.kind, "noise_multiplier": mech.noise_multiplier,
-                                        "count": calibration.participations}],
-                   meaning=f"({calibration.epsilon:.4g}, {calibration.delta:g})-DP per example for the whole release ({label})",
-                   output=output)
-
-
-def dchi_release(command: str, dataset_name: str, mechanism: str, eta: float, model: str, output: str) -> Release:
-    """A d_chi release (``privnlu dchi privatize``) at ``eta``: metric DP over the model's embedding space."""
-    metric = ("d(x, x') = ||h(x) - h(x')||_2 between sentence representations" if mechanism == "sequence" else
-              "d(x, x') = sum over positions of ||phi(x_i) - phi(x'_i)||_2 between token embeddings (same length)")
-    return Release(command, dataset_name, "dchi", f"dchi-{mechanism}", eta=eta, output=output,
-                   meaning=f"eta-d_chi (metric DP), eta = {eta:g}: P(M(x) in S) <= exp(eta d(x, x')) P(M(x') in S), "
-                           f"{metric} of {model}; not an (epsilon, delta)-DP guarantee")
-
-
-def texthide_release(command: str, dataset_name: str, m: str, k: int, output: str) -> Release:
-    return Release(command, dataset_name, "none", f"texthide-m{m}-k{k}", meaning=NO_GUARANTEE, output=output)
+def release_of(scheme: Scheme, command: str, dataset_name: str, output: str, *, calibration: Any = None,
+               model: str = "the encoder") -> Release:
+    """The ledger's record of a release under ``scheme``: a DP release from its
+    :class:`~privnlu.mechanisms.dp.Calibration` (``calibration``), a d_chi release from its eta over ``model``'s
+    embedding space, any other scheme as one with no formal guarantee."""
+    if scheme.formal == "dp":
+        mech = calibration.mechanism
+        label = calibration.to_json()["label"]
+        return Release(command, dataset_name, "dp", f"{scheme.name}-{mech.kind}-{calibration.calibration}",
+                       calibration.epsilon, calibration.delta,
+                       [{"kind": mech.kind, "noise_multiplier": mech.noise_multiplier,
+                         "count": calibration.participations}],
+                       meaning=f"({calibration.epsilon:.4g}, {calibration.delta:g})-DP per example for the whole "
+                               f"release ({label})", output=output)
+    if scheme.formal == "metric-dp":
+        g = scheme.guarantee(model=model)
+        return Release(command, dataset_name, "metric-dp", scheme.name, eta=g.eta, output=output, meaning=g.text)
+    return Release(command, dataset_name, "none", scheme.label, meaning=NO_GUARANTEE, output=output)
 
 
 def _event(ev: dict):
@@ -121,7 +119,7 @@ def compose_events(events: list[dict], delta: float) -> float:
     """Epsilon at ``delta`` of the composition of the recorded events (PLD accountant, RDP fallback)."""
     import dp_accounting
 
-    from .mechanisms.dp import pld_epsilon
+    from ..mechanisms.dp import pld_epsilon
 
     if not events:
         return 0.0
@@ -146,6 +144,9 @@ class Ledger:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             raise PrivnluError(f"--ledger {p}: not a privnlu ledger (unreadable JSON)") from None
         require(isinstance(data, dict) and data.get("format") == FORMAT, f"--ledger {p}: not a privnlu ledger file")
+        for r in data.get("releases", []):  # ledgers written before the scheme registry name d_chi's kind "dchi"
+            if r.get("guarantee") == "dchi":
+                r["guarantee"] = "metric-dp"
         return cls(p, data)
 
     def save(self) -> None:
@@ -159,7 +160,7 @@ class Ledger:
     def set_budget(self, *, epsilon: float | None, delta: float | None, eta: float | None) -> None:
         """The owner's budget per example: (epsilon, delta) for DP releases, a total eta for d_chi releases."""
         if epsilon is not None:
-            from .mechanisms.dp import check_privacy_params
+            from ..mechanisms.dp import check_privacy_params
 
             check_privacy_params(epsilon, DEFAULT_DELTA if delta is None else delta)
         if eta is not None:
@@ -192,7 +193,7 @@ class Ledger:
         rs = [releases[i] for i in idx]
         none = [r for r in rs if r["guarantee"] == "none"]
         dp = [e for r in rs if r["guarantee"] == "dp" for e in r["events"]]
-        etas = [r["eta"] for r in rs if r["guarantee"] == "dchi"]
+        etas = [r["eta"] for r in rs if r["guarantee"] == "metric-dp"]
         return {"releases": len(rs), "dp_releases": sum(r["guarantee"] == "dp" for r in rs),
                 "epsilon": compose_events(dp, delta) if dp else None, "delta": delta if dp else None,
                 "eta": sum(etas) if etas else None, "no_formal_guarantee": len(none)}
@@ -231,7 +232,7 @@ class Ledger:
         if release.guarantee == "dp":
             require(b.get("epsilon") is not None, f"refused: {where} sets no epsilon for DP releases (set one with "
                     "privnlu dp account --ledger FILE --budget-epsilon E); nothing was written")
-        if release.guarantee == "dchi":
+        if release.guarantee == "metric-dp":
             require(b.get("eta") is not None, f"refused: {where} sets no eta for d_chi releases (set one with "
                     "privnlu dp account --ledger FILE --budget-eta ETA); nothing was written")
         fp = fingerprint(hashes)
@@ -240,7 +241,7 @@ class Ledger:
             raise PrivnluError(f"refused: this release would bring examples of {release.dataset_name} to epsilon = "
                                f"{mine['epsilon']:.4g} (delta = {b['delta']:g}) over all their releases, above {where} "
                                f"(epsilon = {b['epsilon']:g}); nothing was written")
-        if release.guarantee == "dchi" and mine["eta"] > b["eta"] * (1 + 1e-9):
+        if release.guarantee == "metric-dp" and mine["eta"] > b["eta"] * (1 + 1e-9):
             raise PrivnluError(f"refused: this release would bring examples of {release.dataset_name} to eta = "
                                f"{mine['eta']:.4g} over all their d_chi releases, above {where} (eta = {b['eta']:g}); "
                                "nothing was written")
@@ -252,3 +253,32 @@ class Ledger:
         self.data["releases"].append({**release.to_json(), "dataset": fp, "n_examples": len(hashes),
                                       "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
         self.save()
+
+
+def account(path: str | Path, *, budget_epsilon: float | None = None, budget_delta: float | None = None,
+            budget_eta: float | None = None, delta: float | None = None) -> tuple[dict, list[str]]:
+    """``privnlu dp account --ledger``: set the budget (if one is given) and compose every recorded release per
+    dataset. Returns the record (kind ``dp-ledger``) and one summary line per dataset."""
+    from ..version import __version__
+
+    budget = (budget_epsilon, budget_delta, budget_eta)
+    require(Path(path).is_file() or any(b is not None for b in budget),
+            f"--ledger {path}: no such ledger (releases record into it with --ledger; set a budget with "
+            "--budget-epsilon)")
+    ledger = Ledger.open(path)
+    if any(b is not None for b in budget):
+        ledger.set_budget(epsilon=budget_epsilon, delta=budget_delta, eta=budget_eta)
+        ledger.save()
+    b = ledger.budget or {}
+    datasets = ledger.compose(delta=b.get("delta") or delta)
+    rec = {"kind": "dp-ledger", "privnlu": __version__, "ledger": str(path), "budget": ledger.budget,
+           "releases": len(ledger.data["releases"]), "datasets": datasets}
+    lines = []
+    for d in datasets:
+        parts = [f"epsilon {d['epsilon']:.4g} (delta {d['delta']:g})" if d["epsilon"] is not None else None,
+                 f"eta {d['eta']:g} (d_chi)" if d["eta"] is not None else None]
+        text = ", ".join(p for p in parts if p) or "no DP or d_chi release"
+        flag = (f"; {d['releases_without_formal_guarantee']} release(s) with no formal guarantee"
+                if d["releases_without_formal_guarantee"] else "")
+        lines.append(f"{', '.join(d['names'])}: {d['releases_of_this_dataset']} release(s); worst example: {text}{flag}")
+    return rec, lines

@@ -10,54 +10,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..params import plural
+from ..schemes import for_finetune_mode, from_record, get, names
+
 GLUE_TASKS = ("sst2", "cola", "mrpc", "rte", "stsb", "qnli", "qqp", "mnli")
-#: what privnlu's docs measured about each scheme's leakage, for the card's leakage section (no numbers: those
-#: belong to a measurement of this model, which ``privnlu train`` does not make)
-KNOWN_LEAKAGE = {
-    "none": "No privatization: whoever sees the training data or its representations sees everything.",
-    "texthide": "TextHide's sign masks are invisible to `abs()`, so a holder of the encodings can train a classifier "
-                "on `|x~|` without any key, and the reconstruction attack of Xie & Hong (2021) recovers most "
-                "training sentences from the encodings (privnlu's docs/results_attacks.md).",
-    "dp": "DP instance encoding bounds what any attack can learn about one training example's representation "
-          "(when the calibration is valid); the mixed labels are not protected.",
-}
-
-
 def _round(v: Any) -> Any:
     return round(v, 4) if isinstance(v, float) else v
 
 
-#: why DP instance encoding gives no guarantee when the encoder is fine-tuned on the private data (``--mode joint``)
-JOINT_DP_CAVEAT = ("the encoder was fine-tuned with gradients of the clean private inputs, so one example changes the "
-                   "encoder and through it every later encoding: the noise is calibrated for a fixed encoder, and "
-                   "neither the encodings nor this model carry the DP guarantee")
-
-
 def guarantee(privacy: dict, *, joint: bool = False) -> str:
     """The formal guarantee of a run's scheme, in one sentence ("none ..." where there is none). ``joint``: the
-    encoder was fine-tuned on the private data (:data:`JOINT_DP_CAVEAT`)."""
-    scheme = privacy["scheme"]
-    if scheme == "none":
-        return "none (no privatization)"
-    if scheme == "texthide":
-        return ("none: TextHide is not a formal privacy guarantee; its security rests on a hardness conjecture, "
-                "and published attacks break it")
-    dp = privacy.get("dp") or {}
-    eps, delta = dp.get("accounted_epsilon"), dp.get("delta")
-    if joint:
-        return f"none: {JOINT_DP_CAVEAT} (with a fixed encoder the same noise would give ({eps:.4g}, {delta:g})-DP)"
-    if dp.get("valid_dp_guarantee"):
-        return (f"({eps:.4g}, {delta:g})-DP per training example over the whole training release (every epoch's "
-                f"encodings, accounted with dp-accounting); it covers the encodings, not the mixed labels"
-                + ("" if privacy.get("noisy_queries") else "; queries are not protected (clean queries)"))
-    return (f"NOT a valid DP guarantee for the target epsilon {dp.get('target_epsilon')} (the paper's per-encoding "
-            f"calibration); the training release is only ({eps:.4g}, {delta:g})-DP per example")
+    encoder was fine-tuned on the private data."""
+    return from_record(privacy).guarantee(calibration=privacy.get("dp"), joint=joint).text
 
 
 def _privacy_block(pipeline: dict) -> dict:
     p = pipeline["privacy"]
-    block: dict[str, Any] = {"scheme": p["scheme"], "variant": p["variant"]}
-    if p["scheme"] != "none":
+    scheme = from_record(p)
+    block: dict[str, Any] = {"scheme": scheme.name, "variant": p["variant"]}
+    if scheme.release == "per-batch":
         block.update(m=p["m"], k=p["k"], mixing="inter" if p["inter"] else "intra",
                      query_encoding="pool mask" if p["eval_mask"] == "pool" else "none")
     dp = p.get("dp")
@@ -68,7 +39,7 @@ def _privacy_block(pipeline: dict) -> dict:
                      dp_noise=_round(dp.get("noise")), dp_noisy_queries=p.get("noisy_queries"))
     if p.get("eta") is not None:
         block["dchi_eta"] = p["eta"]
-    if p["scheme"] != "dp":
+    if scheme.formal != "dp":
         block["formal_guarantee"] = "none"
     elif pipeline.get("mode") == "joint":
         block["formal_guarantee"] = "none (joint mode: the encoder was fine-tuned on the clean private inputs)"
@@ -116,9 +87,10 @@ def yaml_header(meta: dict) -> str:
 
 def front_matter(pipeline: dict, record: dict) -> str:
     """The card's YAML header (Hugging Face model-card metadata plus a ``privacy`` block)."""
-    tags = ["privnlu", *(["privacy"] if pipeline["privacy"]["scheme"] != "none" else []),
-            pipeline["privacy"]["variant"], "text-classification"]
-    if pipeline["privacy"]["scheme"] == "dp":
+    scheme = from_record(pipeline["privacy"])
+    tags = ["privnlu", *(["privacy"] if scheme.release != "none" else []), pipeline["privacy"]["variant"],
+            "text-classification"]
+    if scheme.formal == "dp":
         tags.append("differential-privacy")
     meta = hf_metadata(label=pipeline["label"], task=pipeline["task"]["name"], evals=record["eval"], tags=tags,
                        base=pipeline["encoder"])
@@ -169,7 +141,7 @@ def _files_and_privacy_head(enc: dict, where: str, p: dict, *, joint: bool) -> l
          "(`transformers.AutoModel.from_pretrained` loads this folder); base encoder " + where + "." if joint else
          "* The encoder is not copied: it is the unchanged base encoder " + where
          + f", fingerprint `{enc['fingerprint'][:16]}`."),
-        *_representation_and_privacy_head(enc, f"{p['scheme']} ({p['variant']})"),
+        *_representation_and_privacy_head(enc, f"{from_record(p).name} ({p['variant']})"),
     ]
 
 
@@ -194,6 +166,7 @@ def model_card(pipeline: dict, record: dict) -> str:
     train = spec["train"]
     frozen = pipeline["mode"] == "frozen"
     where = _where(enc)
+    scheme = from_record(p)
     lines = [
         front_matter(pipeline, record),
         f"# {pipeline['label']}",
@@ -205,7 +178,7 @@ def model_card(pipeline: dict, record: dict) -> str:
         "",
         *_files_and_privacy_head(enc, where, p, joint=not frozen),
     ]
-    if p["scheme"] != "none":
+    if scheme.release == "per-batch":
         lines += [f"| m (mask pool size) | {p['m']} |", f"| k (representations per encoding) | {p['k']} |",
                   f"| mixing | {'inter (public corpus)' if p['inter'] else 'intra'} |",
                   f"| query encoding | {'a mask from the pool, no mixing' if p['eval_mask'] == 'pool' else 'raw'} |"]
@@ -240,12 +213,12 @@ def model_card(pipeline: dict, record: dict) -> str:
         "## Leakage",
         "",
         "Not measured by `privnlu train`. Measure it for this task with `privnlu audit` (utility against sentence "
-        "re-identification) or the attacks (`privnlu attack search|invert|reconstruct`, `privnlu gradient-attack`). "
-        + KNOWN_LEAKAGE[p["scheme"]],
+        "re-identification) or the attacks (`privnlu attack search|invert|reconstruct|gradient`). "
+        + scheme.known_leakage,
         "",
         "## Training",
         "",
-        f"{'Frozen' if frozen else 'Joint'} mode, {train['epochs']} epochs, batch {train['batch_size']}, "
+        f"{'Frozen' if frozen else 'Joint'} mode, {plural(train['epochs'], 'epoch')}, batch {train['batch_size']}, "
         f"head learning rate {train['lr']:g}" + ("" if frozen else f", encoder learning rate {spec['encoder_lr']:g}")
         + f", bf16 {'on' if enc['bf16'] else 'off'}. Secrets: "
         + ("a seeded stream (EXPERIMENTS ONLY: the key can be recomputed from the seed)." if record.get("experiment_seed")
@@ -292,7 +265,7 @@ def dchi_card(pipeline: dict, record: dict) -> str:
     tags = ["privnlu", *(["privacy", "d_chi-privacy", "metric-differential-privacy"] if private else []),
             f"dchi-{mode}", d["encoder"], "text-classification"]
     meta = hf_metadata(label=pipeline["label"], task=task["name"], evals=pipeline["eval"], tags=tags, base=enc)
-    meta["privacy"] = {"scheme": "dchi" if private else "none", "mode": mode, "mechanism": d["mechanism"],
+    meta["privacy"] = {"scheme": for_finetune_mode(mode).name, "mode": mode, "mechanism": d["mechanism"],
                        "eta": eta,
                        "formal_guarantee": (f"eta * d_chi-privacy per {'sequence' if mode == 'sequence' else 'token'}"
                                             if private else "none"),
@@ -377,21 +350,20 @@ def federated_guarantee(pipeline: dict) -> str:
                 f"{dp['noise_multiplier']:.4g}, clipping norm {dp['clipping_norm']:g}, accounted with dp-accounting "
                 "PLD, no amplification by client sampling claimed); it is not a per-example bound and does not hide a "
                 "client's gradient from an eavesdropper on the wire")
-    if pipeline["privacy"]["scheme"] == "texthide":
-        return ("none: TextHide is not a formal privacy guarantee; its security rests on a hardness conjecture, and "
-                "published attacks break it")
-    return "none (no privatization)"
+    return from_record(pipeline["privacy"]).guarantee().text
 
 
 def federated_card(pipeline: dict, record: dict) -> str:
     """The ``README.md`` of a ``privnlu federated`` run's global model."""
     p, f, task, enc = pipeline["privacy"], pipeline["federated"], pipeline["task"], pipeline["encoder"]
     dp = f.get("dp_fedsgd")
-    tags = ["privnlu", "federated-learning", *(["privacy"] if p["scheme"] != "none" or dp else []), p["variant"],
+    scheme = from_record(p)
+    private = scheme.release != "none"
+    tags = ["privnlu", "federated-learning", *(["privacy"] if private or dp else []), p["variant"],
             *(["differential-privacy"] if dp else []), "text-classification"]
     meta = hf_metadata(label=pipeline["label"], task=task["name"], evals=pipeline["eval"], tags=tags, base=enc)
-    block: dict[str, Any] = {"scheme": p["scheme"], "variant": p["variant"]}
-    if p["scheme"] != "none":
+    block: dict[str, Any] = {"scheme": scheme.name, "variant": p["variant"]}
+    if private:
         block.update(m=p["m"], k=p["k"], mixing="intra (each client mixes its own data)",
                      pool_sizes=f["pool_sizes"])
     block.update(clients=f["clients"], rounds=f["rounds"], algorithm=f["algorithm"], secagg=f["secagg"],
@@ -416,7 +388,7 @@ def federated_card(pipeline: dict, record: dict) -> str:
         "",
         *_files_and_privacy_head(enc, where, p, joint=joint),
     ]
-    if p["scheme"] != "none":
+    if private:
         lines += [f"| m (mask pools, all clients) | {p['m']} (per client: {', '.join(f['pool_sizes'])}) |",
                   f"| k (representations per encoding) | {p['k']} |",
                   "| mixing | intra: each client mixes its own examples, masks from its own pool |"]
@@ -439,7 +411,7 @@ def federated_card(pipeline: dict, record: dict) -> str:
         "representations. Each client's mask pool lived only in that client's Flower node state and was never "
         "written to disk, so no key exists for this model"
         + (" (its clients scored it on their dev shards masked with their own pools)" if f["client_eval_mask"] == "pool"
-           and p["scheme"] != "none" else "") + ".",
+           and private else "") + ".",
         "",
         "## Utility (measured)",
         "",
@@ -451,7 +423,7 @@ def federated_card(pipeline: dict, record: dict) -> str:
         "## Leakage",
         "",
         "Not measured by `privnlu federated`. Record the wire (`--record-wire`) and run `privnlu attack gradient "
-        "--wire` on it, or `privnlu audit` for the centralised schemes. " + KNOWN_LEAKAGE[p["scheme"]],
+        "--wire` on it, or `privnlu audit` for the centralised schemes. " + scheme.known_leakage,
         "",
         "## Training",
         "",
@@ -479,7 +451,8 @@ def pretrain_card(record: dict, origin: dict) -> str:
     tags = ["privnlu", "privacy", "d_chi-privacy", f"mlm-{record['objective']}", "feature-extraction"]
     meta = hf_metadata(label=f"dchi-pretrain-{record['objective']}-eta{record['eta']:g}", task=None, evals=None,
                        tags=tags, base=origin, library_name="transformers", pipeline_tag="feature-extraction")
-    meta["privacy"] = {"scheme": "dchi", "objective": record["objective"], "eta": record["eta"],
+    scheme = next(n for n in names() if getattr(get(n), "mechanism", None) == record["mechanism"])
+    meta["privacy"] = {"scheme": scheme, "objective": record["objective"], "eta": record["eta"],
                        "mechanism": "M_txt" if record["mechanism"] == "text" else "M_rep",
                        "steps": record["steps_done"].get("adapt"), "warmup_steps": record["steps_done"].get("warmup"),
                        "corpus": "public" + ("" if corpus == "wiki" else " (user-given file)"),

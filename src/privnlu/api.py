@@ -1,0 +1,126 @@
+"""One entry per role: ``release`` (data owner), ``train`` (model builder), ``attack`` and ``audit`` (auditor),
+``predict`` (whoever holds the trained model). Each takes a scheme by its registry name (:mod:`privnlu.schemes`)
+with the scheme's parameters as keywords, and the same settings the command line offers.
+
+>>> import privnlu
+>>> rec = privnlu.train("tweets", scheme="texthide", m=256, k=4, epochs=5)          # doctest: +SKIP
+>>> privnlu.release("tweets", scheme="dp-ie", epsilon=8, out="enc.safetensors", key_out="key.pt")  # doctest: +SKIP
+>>> privnlu.attack("search", payload="enc.safetensors")                              # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, Sequence
+
+from .errors import PrivnluError
+
+
+def _split(scheme: Any, options: dict[str, Any]):
+    """(scheme object, RunSpec fields, TrainConfig fields) from a scheme (name or object) and keyword options;
+    an option no part takes is refused."""
+    from .schemes import Scheme, create, get
+    from .training import TrainConfig
+    from .training.engine import RunSpec
+
+    if not isinstance(scheme, Scheme):
+        params = {o.dest for o in get(scheme).options()}
+        scheme = create(scheme, **{k: options.pop(k) for k in list(options) if k in params})
+    spec_fields = {f.name for f in fields(RunSpec)} - {"scheme", "train", "task"}
+    train_fields = {f.name for f in fields(TrainConfig)}
+    spec = {k: options.pop(k) for k in list(options) if k in spec_fields}
+    train = {k: options.pop(k) for k in list(options) if k in train_fields}
+    if options:
+        raise PrivnluError(f"unknown option(s) {', '.join(sorted(options))} for scheme {scheme.name}")
+    return scheme, spec, TrainConfig(**train)
+
+
+def train(task: str, scheme: Any = "none", *, out: str | Path | None = None, progress: bool = True,
+          **options: Any) -> dict:
+    """Train a model on ``task`` under ``scheme`` (a registry name with its parameters as keywords, e.g. ``m=256,
+    k=4``, or a scheme object) and return the results record. With ``out``, the run folder gets the record, the key
+    and the model with its card (``privnlu train``). Other keywords: the run's settings (``mode``, ``model``,
+    ``train_limit``, ...) and training settings (``epochs``, ``lr``, ``batch_size``, ``seed``, ...)."""
+    from .training.engine import RunSpec, prepare, train as train_into, train_run
+
+    s, spec_fields, cfg = _split(scheme, options)
+    spec = RunSpec(task=task, scheme=s, train=cfg, **spec_fields)
+    if out is not None:
+        return train_into(spec, out, progress=progress)
+    return train_run(spec, prepare(spec, progress=progress), progress=progress)
+
+
+def release(task: str, scheme: Any = "texthide", *, out: str | Path, key_out: str | Path, split: str = "train",
+            encodings: int = 1, ledger: str | Path | None = None, progress: bool = True, **options: Any):
+    """Encode ``split`` of ``task`` under a per-batch scheme into a shared file ``out`` (encodings and mixed labels)
+    and a key file ``key_out`` (0600), ``encodings`` times per example; with ``ledger``, checked against the
+    owner's budget first and recorded. Returns the shared payload. ``seed`` (EXPERIMENTS ONLY) is a keyword too."""
+    from .training.engine import RunSpec
+    from .training.release import release_split
+
+    seed = options.pop("seed", None)
+    batch_size = options.pop("batch_size", 64)
+    s, spec_fields, _ = _split(scheme, options)
+    return release_split(RunSpec(task=task, scheme=s, **spec_fields), split, out, key_out, encodings=encodings,
+                         batch_size=batch_size, seed=seed, ledger=ledger, progress=progress)
+
+
+def attack(kind: str, *, task: str | None = None, payload: str | Path | None = None,
+           conditions: str = "baseline,mix-only,texthide,random", queries: int = 100, seed: int | None = None,
+           model: str | None = None, pooling: str = "cls", **knobs: Any) -> dict:
+    """Run an attack and return its record: ``kind`` is ``search``, ``invert`` or ``reconstruct``, on a task's
+    releases under ``conditions`` (``baseline``, ``mix-only``, ``texthide``, ``random`` or ``M:K``), or on a
+    shared file (``payload``, only search and reconstruct: it reads no key, so the record holds the attacker's
+    answers). ``knobs``: the attack's own settings (see ``privnlu attack KIND --help``)."""
+    from .attacks import runs
+    from .attacks.inversion import InversionConfig
+
+    t = runs.Target(task=task, model=model, pooling=pooling, queries=queries, seed=seed)
+    if payload is not None:
+        if kind == "search":
+            return runs.search_payload(t, payload, **knobs)
+        if kind == "reconstruct":
+            return runs.reconstruct_payload(t, payload, knobs.pop("methods", "paper-greedy,threshold,clique,nmf"),
+                                            **knobs)
+        raise PrivnluError(f"a shared file takes the search or reconstruct attack, not {kind}")
+    conds = runs.conditions(conditions)
+    if kind == "search":
+        return runs.search(t, conds, **knobs)
+    if kind == "invert":
+        return runs.invert(t, conds, InversionConfig(seed=seed or 0), **knobs)
+    if kind == "reconstruct":
+        epochs = knobs.pop("epochs", 50)
+        methods, config = runs.reconstruction_config(knobs.pop("methods", "paper-greedy,threshold,clique,nmf"),
+                                                     epochs=epochs, seed=seed)
+        return runs.reconstruct(t, conds, methods, config, epochs=epochs, **knobs)
+    raise PrivnluError(f"unknown attack '{kind}'; choose search, invert or reconstruct")
+
+
+def audit(task: str, *, schemes: Sequence[str] | None = None, out: str | Path = "runs/audit", report: bool = True,
+          progress: bool = True, **settings: Any) -> list[dict]:
+    """Every scheme of the registry (or ``schemes``) on ``task``: utility against sentence re-identification, one
+    record per point under ``out/points`` (a rerun skips finished points), and the HTML report in ``out/report``.
+    ``settings``: :class:`privnlu.audit.AuditSettings` fields (``train_limit``, ``n_private``, ``dp_epsilons``, ...)."""
+    from .audit import AuditSettings, run_audit
+
+    s = AuditSettings(task=task, **({"schemes": tuple(schemes)} if schemes else {}), **settings)
+    records = run_audit(s, out, progress=progress)
+    if report:
+        from .report import build_report
+
+        build_report([Path(out) / "points"], Path(out) / "report", title=f"privnlu audit: {task}")
+    return records
+
+
+def predict(run: str | Path, texts: Sequence[str], pairs: Sequence[str] | None = None, *,
+            key: str | Path | None = None) -> list[dict]:
+    """Apply a trained run (its folder, or its ``model/`` folder) to ``texts``: one dict per text with the
+    prediction and its probability; queries are encoded as the run's evaluation encoded them (``key``: the
+    owner's key where the scheme needs one; default the run folder's)."""
+    from .training.predict import load
+
+    return load(run, key=key).predict(list(texts), list(pairs) if pairs is not None else None)
+
+
+__all__ = ["attack", "audit", "predict", "release", "train"]

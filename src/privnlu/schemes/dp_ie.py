@@ -1,0 +1,131 @@
+"""``dp-ie``: DP instance encoding (Xie & Hong 2022, Algorithm 1) with a sound guarantee.
+
+Each encoding is ``e = sigma o (sum_j lambda_j clip(x_j)) + z``: clip every private representation, mix as TextHide
+does, mask (``m > 0`` only; the paper's Algorithm 1 has ``m = 0``), add calibrated noise ``z``. ``correct``
+calibration accounts the composition of every encoding an example takes part in over the whole release (``k`` per
+pass, ``ceil(k/2)`` with a public corpus) with dp-accounting, for replace-one sensitivity ``2 C max_weight``;
+``paper`` is the paper's per-encoding calibration (Theorems 3 and 4), which is **not** a valid guarantee for the
+release. The mechanism, sensitivity and accounting are :mod:`privnlu.mechanisms.dp`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..choices import DP_CALIBRATIONS, DP_MECHANISMS
+from ..params import CLIP, DELTA, EPSILON, Option
+from .base import Guarantee, ThreatModel, param
+from .registry import register
+from .texthide import K, M, TextHideIntra
+
+#: why DP instance encoding gives no guarantee when the encoder is fine-tuned on the private data
+JOINT_DP_CAVEAT = ("the encoder was fine-tuned with gradients of the clean private inputs, so one example changes the "
+                   "encoder and through it every later encoding: the noise is calibrated for a fixed encoder, and "
+                   "neither the encodings nor this model carry the DP guarantee")
+
+MECHANISM = Option("mechanism", "--dp-mechanism", "noise distribution (L2 clipping for gaussian, L1 for laplace)",
+                   choices=DP_MECHANISMS, group="scheme")
+EPSILON_OPTION = Option("epsilon", "--dp-epsilon", "target epsilon per example for the whole release, every "
+                        "encoding of every pass included", parse=float, range=EPSILON, group="scheme")
+DELTA_OPTION = Option("delta", "--dp-delta", "target delta", parse=float, range=DELTA, group="scheme")
+CLIP_OPTION = Option("clip", "--dp-clip", "clipping bound C: L2 for gaussian, L1 for laplace", parse=float,
+                     range=CLIP, group="scheme")
+CALIBRATION = Option("calibration", "--dp-calibration", "correct, or paper: the paper's per-encoding calibration, "
+                     "NOT a valid DP guarantee", choices=DP_CALIBRATIONS, group="scheme")
+CLEAN_QUERIES = Option("clean_queries", "--dp-clean-queries", "queries are clipped and masked but not noised (the "
+                       "guarantee then covers the training release only)", kind="flag", group="scheme")
+INTER = Option("inter", "--inter", "mix floor(k/2) components of each encoding from a public corpus, as "
+               "TextHide-inter does", kind="flag", group="scheme")
+
+
+@register
+@dataclass(frozen=True)
+class DPInstanceEncoding(TextHideIntra):
+    """Clip, mix, (mask,) add calibrated noise; (epsilon, delta)-DP per example for the whole release."""
+
+    name = "dp-ie"
+    title = "DP instance encoding"
+    aliases = ("dp",)
+    paper = "Xie & Hong 2022"
+    formal = "dp"
+    federated = False
+    threat = ThreatModel(
+        releases="the noisy encodings and the mixed labels (the labels are not covered by the guarantee)",
+        adversary="anyone who receives the release, knowing the encoder, m, k and the noise distribution",
+        query="clipped, masked with one pool mask and noised as in training (clean with --dp-clean-queries)",
+        attacks=("reconstruction", "search"),
+        audit_attack="reconstruction (Xie & Hong 2021), then search",
+    )
+    known_leakage = ("DP instance encoding bounds what any attack can learn about one training example's "
+                     "representation (when the calibration is valid); the mixed labels are not protected.")
+
+    m: float = param(M.but(default=0))
+    k: int = param(K.but(default=4))
+    mechanism: str = param(MECHANISM.but(default="gaussian"))
+    epsilon: float = param(EPSILON_OPTION.but(default=8.0))
+    delta: float = param(DELTA_OPTION.but(default=1e-5))
+    clip: float = param(CLIP_OPTION.but(default=1.0))
+    calibration: str = param(CALIBRATION.but(default="correct"))
+    clean_queries: bool = param(CLEAN_QUERIES.but(default=False))
+    inter: bool = param(INTER.but(default=False))  # type: ignore[misc]
+
+    def validate(self) -> None:
+        super().validate()
+        from ..mechanisms.dp import check_dp_settings
+
+        check_dp_settings(self.mechanism, self.epsilon, self.delta, self.clip, self.calibration)
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "mechanism": self.mechanism, "epsilon": self.epsilon, "delta": self.delta,
+                "clip": self.clip, "calibration": self.calibration, "clean_queries": self.clean_queries,
+                "inter": self.inter}
+
+    @property
+    def settings(self) -> Any:
+        """The mechanism's :class:`~privnlu.mechanisms.dp.DPSettings`."""
+        from ..mechanisms.dp import DPSettings
+
+        return DPSettings(mechanism=self.mechanism, epsilon=self.epsilon, delta=self.delta, clip=self.clip,
+                          calibration=self.calibration, noisy_queries=not self.clean_queries)
+
+    @property
+    def variant(self) -> str:
+        return "dp-" + super().variant
+
+    @property
+    def label(self) -> str:
+        return f"{super().label}-{self.settings.label}"
+
+    def calibrate(self, *, dim: int, epochs: int) -> Any:
+        """The noise for a release of ``epochs`` passes over the data at width ``dim``
+        (:class:`~privnlu.mechanisms.dp.Calibration`)."""
+        return self.settings.calibrate(dim=dim, k=self.k, epochs=epochs, inter=self.inter)
+
+    def hider(self, *, dim: int, rng: Any, epochs: int = 1, public: Any = None, pool: Any = None) -> Any:
+        """DP TextHide calibrated for ``epochs`` passes (each pass ``k`` encodings per example)."""
+        from ..mechanisms.dp import DPTextHide
+
+        return DPTextHide.from_settings(self.settings, self.m, self.k, dim=dim, rng=rng, epochs=epochs,
+                                        public=public if self.inter else None, pool=pool)
+
+    release_hider = hider
+
+    def guarantee(self, *, calibration: dict | None = None, joint: bool = False, **context: Any) -> Guarantee:
+        """The guarantee of a release calibrated as ``calibration`` (a calibration's JSON); none in joint mode."""
+        cal = calibration or {}
+        eps, delta = cal.get("accounted_epsilon"), cal.get("delta", self.delta)
+        if joint:
+            return Guarantee("none", f"none: {JOINT_DP_CAVEAT} (with a fixed encoder the same noise would give "
+                                     f"({eps:.4g}, {delta:g})-DP)" if eps is not None else f"none: {JOINT_DP_CAVEAT}")
+        if eps is None:
+            return Guarantee("dp", f"({self.epsilon:g}, {self.delta:g})-DP per example, whole release (target)",
+                             epsilon=self.epsilon, delta=self.delta)
+        if cal.get("valid_dp_guarantee"):
+            text = (f"({eps:.4g}, {delta:g})-DP per training example over the whole training release (every epoch's "
+                    "encodings, accounted with dp-accounting); it covers the encodings, not the mixed labels"
+                    + ("; queries are not protected (clean queries)" if self.clean_queries else ""))
+            return Guarantee("dp", text, epsilon=eps, delta=delta)
+        return Guarantee("dp", f"NOT a valid DP guarantee for the target epsilon {cal.get('target_epsilon')} (the "
+                               f"paper's per-encoding calibration); the training release is only ({eps:.4g}, "
+                               f"{delta:g})-DP per example", epsilon=eps, delta=delta)
