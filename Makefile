@@ -26,8 +26,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 --durations=15
 
+# every benchmark at small sizes (about 10 minutes on 2 cores), ratios in runs/bench/*.json;
+# `make bench BENCH_ARGS=--quick` only checks that each runs (a few minutes)
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -1,12 +1,14 @@
-"""Benchmark: where one sparse-nmf iteration spends its time, kernel by kernel (compiled products; needs numba).
-
-    PYTHONPATH=src:benchmarks python benchmarks/bench_nmf_kernels.py [--n 150000] [--groups 3000] [--repeat 2]
+"""Where one sparse-nmf iteration spends its time, kernel by kernel (compiled products; needs numba).
 
 On ``bench_sparse_nmf.py``'s clustered synthetic release in locality order (as ``nmf_sparse_factor`` iterates),
 one thread, best of ``--repeat``: the masked product ``A H``, the G x G Gram matrix ``H^T H`` and the Gram product
-``H (H^T H)``, and that Gram product reading the symmetric Gram matrix by rows (``gram[j, l]`` for the row's
+``H (H^T H)``; and that Gram product reading the symmetric Gram matrix by rows (``gram[j, l]`` for the row's
 support ``l``, contiguous in memory) instead of by columns (``gram[l, j]``, a cache line per entry): the same sums
-(checked equal), a candidate for a cache-friendly Gram product. Reports seconds and the row-read speed-up.
+(checked equal), a candidate for a cache-friendly Gram product. Ratios, all in this process: each kernel's share of
+the iteration (the sum of the three), and ``row_read_speedup``, the column-read Gram product over the row-read one.
+Skips itself (one line) without numba. Run alone:
+
+    PYTHONPATH=src OMP_NUM_THREADS=1 python benchmarks/bench_nmf_kernels.py [--n 150000] [--groups 3000] [--repeat 2]
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 import torch
 
 from bench_sparse_nmf import add_release_args, clustered_start
-from common import best_of, save
+from common import best_of, save, skip
 from privnlu.attacks import reconstruction_kernels as kernels
 from privnlu.attacks import reconstruction_sparse as rs
 
@@ -38,12 +40,12 @@ if kernels.AVAILABLE:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_release_args(ap, n=150000, groups=3000)
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
     if not kernels.AVAILABLE:
-        raise SystemExit("numba is not installed: pip install privnlu[scale]")
+        skip("numba is not installed (pip install privnlu[scale])")
     torch.set_num_threads(1)
     n, g = args.n, args.groups
     A, H = clustered_start(args)
@@ -61,11 +63,12 @@ def main() -> None:
             lambda: gram_product_by_rows(H.indptr, H.indices, H.data, gram, by_rows), args.repeat),
     }
     assert np.allclose(by_cols, by_rows, rtol=1e-5)
-    save(f"nmf_kernels_n{n}", {
-        "n": n, "groups": g, "edges": A.nnz // 2, "support": args.support,
-        "seconds": {k: round(v, 3) for k, v in seconds.items()},
-        "row_read_speedup": round(seconds["gram_product_by_columns"] / seconds["gram_product_by_rows"], 2)})
-
+    iteration = seconds["masked_product_AH"] + seconds["gram_matrix_HtH"] + seconds["gram_product_by_columns"]
+    save("nmf_kernels", reference="one iteration (the three kernels' sum); the Gram product reading by columns",
+         ratios={**{f"share_{k}": seconds[k] / iteration for k in ("masked_product_AH", "gram_matrix_HtH",
+                                                                   "gram_product_by_columns")},
+                 "row_read_speedup": seconds["gram_product_by_columns"] / seconds["gram_product_by_rows"]},
+         n=n, groups=g, edges=A.nnz // 2, support=args.support, seconds=seconds)
 
 if __name__ == "__main__":
     main()

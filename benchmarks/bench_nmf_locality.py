@@ -1,14 +1,15 @@
-"""Benchmark: sparse-nmf iterations in the release's (shuffled) order against the locality order (encodings sorted by
-their main group, ``reconstruction_sparse.locality_order``), in the same process, same products (compiled where
-numba is installed).
+"""Sparse-nmf iterations in the release's (shuffled) order against the locality order, in the same process.
 
-    PYTHONPATH=src python benchmarks/bench_nmf_locality.py [--n 150000] [--groups 3000] [--degree 200]
-        [--support 64] [--iters 3] [--threads 1]
+The locality order (``reconstruction_sparse.locality_order``) sorts encodings by their main group, so that the
+products touch memory in runs; ``nmf_sparse_factor`` uses it. The synthetic release is
+``bench_sparse_nmf.py --clustered``'s: each encoding mixes 4 of ``--groups`` originals and its neighbours share one
+of them, random affinities, rows in random order as in a shuffled release; the starting ``H`` is
+``nmf_sparse_start``'s from one seed group per original. Times ``--iters`` updates each way (compiled products where
+numba is installed), the one-time permutation included, and checks that both give the same ``H`` (float32, 1e-4).
+Ratio: ``speedup``, the release order's time over the locality order's. Run alone:
 
-The synthetic release is ``bench_sparse_nmf.py --clustered``'s: each encoding mixes 4 of ``--groups`` originals
-and its neighbours share one of them, random affinities, rows in random order as in a shuffled release; the
-starting ``H`` is ``nmf_sparse_start``'s from one seed group per original. Times ``--iters`` updates each way,
-the one-time permutation included, checks that both give the same ``H`` (float32, 1e-4) and prints the ratio.
+    PYTHONPATH=src OMP_NUM_THREADS=1 python benchmarks/bench_nmf_locality.py [--n 150000] [--groups 3000]
+        [--degree 200] [--support 64] [--iters 3] [--threads 1]
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from privnlu.attacks import reconstruction_sparse as rs
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_release_args(ap, n=150000, groups=3000)
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
@@ -43,12 +44,10 @@ def main() -> None:
         results[reorder] = rs.nmf_sparse_factor(A, H, iters=args.iters, reorder=reorder).data
         seconds[reorder] = time.perf_counter() - t
     assert np.allclose(results[True], results[False], rtol=1e-4, atol=1e-7)
-    save(f"nmf_locality_n{n}", {
-        "n": n, "groups": g, "edges": A.nnz // 2, "support": args.support, "iters": args.iters,
-        "compiled": kernels.AVAILABLE, "seconds_per_iteration": {"release_order": round(seconds[False] / args.iters, 2),
-                                                                 "locality_order": round(seconds[True] / args.iters, 2)},
-        "speedup": round(seconds[False] / seconds[True], 2)})
-
+    save("nmf_locality", reference="the same nmf iterations in the release's (shuffled) order",
+         ratios={"speedup": seconds[False] / seconds[True]},
+         n=n, groups=g, edges=A.nnz // 2, support=args.support, iters=args.iters, threads=args.threads,
+         compiled=kernels.AVAILABLE, seconds={"release_order": seconds[False], "locality_order": seconds[True]})
 
 if __name__ == "__main__":
     main()

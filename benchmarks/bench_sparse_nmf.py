@@ -1,35 +1,43 @@
-"""Benchmark: one sparse-nmf iteration with both products computed only on the support (privnlu, on 1 and on
-``--threads`` threads), against the full sparse products masked afterwards (the session-5 implementation) and the
-session-6 denominator (a w x w block of ``H^T H`` gathered per row), in the same process.
+"""One sparse-nmf iteration (both products computed only on the support) against the full sparse products masked
+afterwards, in the same process.
 
-    PYTHONPATH=src python benchmarks/bench_sparse_nmf.py [--n 50000] [--groups 1000] [--degree 200] [--support 64]
-        [--threads 2]
+The reconstruction attack's sparse nmf (:mod:`privnlu.attacks.reconstruction_sparse`) updates ``H`` only on its
+support, so it needs ``A H`` and ``H (H^T H)`` only there. Ratios, all against references timed in this process
+(both give the same numbers, checked):
 
-Synthetic graph of the size of a 1,000-example x 50-encoding release with 200 neighbours per encoding (random
-edges and affinities: the cost depends on the shapes, not on the values). Prints seconds per product and the
-ratios; both give the same numbers (checked). The last line times the same products in float32 (nmf_sparse's
-default since session 8) on ``--threads`` threads, against float64 on as many, and the compiled products
-(``privnlu.attacks.reconstruction_kernels``, numba; session 10) against float32 scipy. ``--clustered``: each
-encoding mixes 4 of ``--groups`` originals and its neighbours share one of them, as in a real release (random
-affinities still), so that neighbours' supports overlap as they do there.
+* ``iteration_speedup_1_thread`` / ``iteration_speedup_threads``: the full sparse products masked afterwards (the
+  straightforward reference implementation) over the on-support products, on 1 and on ``--threads`` threads;
+* ``gram_speedup_vs_per_row_blocks``: the per-row Gram-block denominator (a w x w block of ``H^T H`` gathered per
+  row) over the on-support one, 1 thread;
+* ``float32_speedup_vs_float64``: the same products in float32 (nmf_sparse's default) over float64, ``--threads``;
+* ``compiled_speedup_vs_float32``: the compiled products (``privnlu.attacks.reconstruction_kernels``, numba;
+  absent without numba) over float32 scipy.
+
+Synthetic graph of the size of a 1,000-example x 50-encoding release with 200 neighbours per encoding by default
+(random edges and affinities: the cost depends on the shapes, not on the values). ``--clustered``: each encoding
+mixes 4 of ``--groups`` originals and its neighbours share one of them, as in a real release (random affinities
+still), so that neighbours' supports overlap as they do there. Run alone:
+
+    PYTHONPATH=src OMP_NUM_THREADS=1 python benchmarks/bench_sparse_nmf.py [--n 50000] [--groups 1000]
+        [--degree 200] [--support 64] [--threads 2] [--clustered]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
+from common import save
 from privnlu.attacks import reconstruction_kernels as kernels
 from privnlu.attacks import reconstruction_sparse as rs
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_release_args(ap, n=50000, groups=1000)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--clustered", action="store_true", help="neighbours share an original (see the docstring)")
@@ -56,8 +64,8 @@ def main() -> None:
     den_ref.sort_indices()
     t_den_ref = time.perf_counter() - t
     t = time.perf_counter()
-    den_s6 = _gram_per_row_session6(H)
-    t_den_s6 = time.perf_counter() - t
+    den_blocks = _gram_per_row_blocks(H)
+    t_den_blocks = time.perf_counter() - t
     timed = {}
     for threads in (1, args.threads):
         torch.set_num_threads(threads)
@@ -67,8 +75,8 @@ def main() -> None:
         t = time.perf_counter()
         den = rs._gram_on_support(H, rows)
         timed[threads] = (t_num, time.perf_counter() - t)
-        assert np.allclose(num, num_ref.data) and np.allclose(den, den_ref.data) and np.allclose(den, den_s6)
-    # single precision (nmf_sparse's default since session 8): the same products on float32 copies
+        assert np.allclose(num, num_ref.data) and np.allclose(den, den_ref.data) and np.allclose(den, den_blocks)
+    # single precision (nmf_sparse's default): the same products on float32 copies
     A32, H32 = A.astype(np.float32), H.astype(np.float32)
     t = time.perf_counter()
     num32 = rs._product_on_support(A32, H32, rows)
@@ -78,7 +86,13 @@ def main() -> None:
     t_den32 = time.perf_counter() - t
     assert np.allclose(num32, num_ref.data, rtol=1e-4) and np.allclose(den32, den_ref.data, rtol=1e-4)
     (n1, d1), (nt, dt) = timed[1], timed[args.threads]
-    compiled = None
+    ratios = {"iteration_speedup_1_thread": (t_num_ref + t_den_ref) / (n1 + d1),
+              "iteration_speedup_threads": (t_num_ref + t_den_ref) / (nt + dt),
+              "gram_speedup_vs_per_row_blocks": t_den_blocks / d1,
+              "float32_speedup_vs_float64": (nt + dt) / (t_num32 + t_den32)}
+    seconds = {"full_then_masked": {"A_H": t_num_ref, "H_HtH": t_den_ref}, "per_row_blocks_H_HtH": t_den_blocks,
+               "on_support_1_thread": {"A_H": n1, "H_HtH": d1}, "on_support_threads": {"A_H": nt, "H_HtH": dt},
+               "float32_threads": {"A_H": t_num32, "H_HtH": t_den32}}
     if kernels.AVAILABLE:
         kernels.masked_product(A32, H32), kernels.gram_product(H32)  # compile (or load numba's cache) first
         t = time.perf_counter()
@@ -88,22 +102,12 @@ def main() -> None:
         denc = kernels.gram_product(H32)
         t_denc = time.perf_counter() - t
         assert np.allclose(numc, num32, rtol=1e-4) and np.allclose(denc, den32, rtol=1e-4)
-        compiled = {"A_H": round(t_numc, 2), "H_HtH": round(t_denc, 2),
-                    "iteration_ratio_to_float32_threads": round((t_num32 + t_den32) / (t_numc + t_denc), 2)}
-    print(json.dumps({"n": n, "groups": g, "edges": A.nnz // 2, "support": args.support, "threads": args.threads,
-                      "A_H_seconds": {"full_then_masked": round(t_num_ref, 2), "on_support_1_thread": round(n1, 2),
-                                      "on_support_threads": round(nt, 2), "ratio_1_thread": round(t_num_ref / n1, 2),
-                                      "ratio_threads": round(t_num_ref / nt, 2)},
-                      "H_HtH_seconds": {"full_then_masked": round(t_den_ref, 2), "per_row_session6": round(t_den_s6, 2),
-                                        "on_support_1_thread": round(d1, 2), "on_support_threads": round(dt, 2),
-                                        "ratio_vs_session6_1_thread": round(t_den_s6 / d1, 2)},
-                      "iteration_ratio_1_thread": round((t_num_ref + t_den_ref) / (n1 + d1), 2),
-                      "iteration_ratio_threads": round((t_num_ref + t_den_ref) / (nt + dt), 2),
-                      "float32_threads_seconds": {"A_H": round(t_num32, 2), "H_HtH": round(t_den32, 2)},
-                      "float32_iteration_ratio_to_float64_threads": round((nt + dt) / (t_num32 + t_den32), 2),
-                      "clustered": args.clustered, "compiled_float32_threads_seconds": compiled},
-                     indent=1))
-
+        ratios["compiled_speedup_vs_float32"] = (t_num32 + t_den32) / (t_numc + t_denc)
+        seconds["compiled_float32_threads"] = {"A_H": t_numc, "H_HtH": t_denc}
+    save("sparse_nmf" + ("_clustered" if args.clustered else ""),
+         reference="the full sparse products masked afterwards (and the per-row Gram blocks; float64; scipy)",
+         ratios=ratios, n=n, groups=g, edges=A.nnz // 2, support=args.support, threads=args.threads,
+         clustered=args.clustered, compiled=kernels.AVAILABLE, seconds=seconds)
 
 def add_release_args(ap: argparse.ArgumentParser, *, n: int, groups: int) -> None:
     """The synthetic release's size options, shared by the nmf benchmarks."""
@@ -146,8 +150,9 @@ def _clustered_neighbours(rng: np.random.Generator, member: np.ndarray, per_row:
     return owners[lo + (rng.random(n * per_row) * (hi - lo)).astype(np.int64)]
 
 
-def _gram_per_row_session6(H, chunk: int = 4096) -> np.ndarray:
-    """The session-6 denominator: each row's w x w block of ``H^T H``, gathered, times the row (reference only)."""
+def _gram_per_row_blocks(H, chunk: int = 4096) -> np.ndarray:
+    """The per-row Gram-block denominator: each row's w x w block of ``H^T H``, gathered, times the row (reference
+    only)."""
     counts = np.diff(H.indptr)
     rows = np.repeat(np.arange(H.shape[0]), counts)
     slot = np.arange(H.nnz) - np.repeat(H.indptr[:-1], counts)
