@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..params import NONNEG_INT, POS_INT, Option, Range
+from ..params import POS_INT, Option, Range
 from .common import say, scheme_from_args, warn_seed
 from .options import add, scheme_options
 

@@ -488,7 +488,7 @@ def pretrain_card(record: dict, origin: dict) -> str:
         "",
         "**Formal guarantee:** none for this encoder: it was trained on a public corpus, so there is nothing private "
         "in it to protect. It is meant for `privnlu dchi finetune`, where each user token is released under "
-        f"eta * d_chi-privacy; its token-embedding table is the base encoder's, unchanged, so that release is the "
+        "eta * d_chi-privacy; its token-embedding table is the base encoder's, unchanged, so that release is the "
         "same as with the base encoder.",
         "",
         "## Measured",
