@@ -77,7 +77,7 @@ def small_attack(monkeypatch):
 
 def test_tiny_audit_end_to_end_resumes_and_reports(tiny_model, cache_dir, tmp_path, small_attack, monkeypatch):
     import privnlu.audit.run as run_mod
-    from privnlu.audit import run_audit
+    from privnlu.audit.run import run_audit
     from privnlu.schemes import names
     from privnlu.report import build_report, markdown_report
 
@@ -109,7 +109,7 @@ def test_tiny_audit_end_to_end_resumes_and_reports(tiny_model, cache_dir, tmp_pa
 
 
 def test_changed_settings_rerun_the_point(tiny_model, cache_dir, tmp_path, small_attack):
-    from privnlu.audit import run_audit
+    from privnlu.audit.run import run_audit
 
     out = tmp_path / "audit"
     s = _tiny_settings(tiny_model, cache_dir, schemes=("none",))

@@ -11,7 +11,9 @@ from flwr.app import Message, MetricRecord, RecordDict
 
 from federated_helpers import InProcessGrid, ensure_task_identity, max_abs_cosine
 from privnlu.errors import PrivnluError
-from privnlu.federated import FederatedConfig, TextHideFedSGD, WireLog, client_pool_sizes
+from privnlu.federated import FederatedConfig, client_pool_sizes
+from privnlu.federated.strategy import TextHideFedSGD
+from privnlu.federated.wire import WireLog
 from privnlu.federated.client import POOL_KEY, client_rng, client_update, make_client_app
 from privnlu.federated.data import cached_features, load_train, shard_indices
 from privnlu.federated.model import build_model, frozen_encoder, record_to_tensors, tensors_to_record

@@ -11,7 +11,8 @@ from scipy import stats
 
 from federated_helpers import InProcessGrid, ensure_task_identity
 from privnlu.errors import PrivnluError
-from privnlu.federated import FederatedConfig, TextHideFedSGD
+from privnlu.federated import FederatedConfig
+from privnlu.federated.strategy import TextHideFedSGD
 from privnlu.federated.client import make_client_app
 from privnlu.federated.dp import DPFedSGD, clip_gradient
 from privnlu.federated.dp_accounting import epsilon_spent, noise_multiplier_for

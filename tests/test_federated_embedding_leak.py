@@ -16,7 +16,8 @@ from privnlu.attacks.embedding_leak import (EMBEDDING_LEAK_THREAT, EmbeddingLeak
                                             score_tokens)
 from privnlu.attacks.threat import AttackerView
 from privnlu.errors import PrivnluError
-from privnlu.federated import FederatedConfig, WireLog, load_capture
+from privnlu.federated import FederatedConfig
+from privnlu.federated.wire import WireLog, load_capture
 from privnlu.federated.client import _client_data, _encoder, client_update, make_client_app, replay_batch
 from privnlu.federated.data import load_train, shard_indices
 from privnlu.federated.model import build_model, embedding_tables

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from privnlu.federated import FederatedConfig, WireLog, load_capture
+from privnlu.federated import FederatedConfig
+from privnlu.federated.wire import WireLog, load_capture
 from privnlu.federated.model import build_model, frozen_encoder
 from privnlu.federated.simulation import run_simulation
 from test_federated import check_wire

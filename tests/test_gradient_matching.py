@@ -15,7 +15,8 @@ from privnlu.attacks.gradient_matching import (
 from privnlu.mechanisms.texthide import TextHide
 from privnlu.rng import SecretGenerator
 from privnlu.training import task_loss
-from privnlu.federated import FederatedConfig, WireLog
+from privnlu.federated import FederatedConfig
+from privnlu.federated.wire import WireLog
 from privnlu.federated.client import make_client_app
 from privnlu.federated.data import cached_features, load_train, shard_indices
 from privnlu.federated.model import frozen_encoder

@@ -102,7 +102,8 @@ def audit(task: str, *, schemes: Sequence[str] | None = None, out: str | Path = 
     """Every scheme of the registry (or ``schemes``) on ``task``: utility against sentence re-identification, one
     record per point under ``out/points`` (a rerun skips finished points), and the HTML report in ``out/report``.
     ``settings``: :class:`privnlu.audit.AuditSettings` fields (``train_limit``, ``n_private``, ``dp_epsilons``, ...)."""
-    from .audit import AuditSettings, run_audit
+    from .audit import AuditSettings
+    from .audit.run import run_audit
 
     s = AuditSettings(task=task, **({"schemes": tuple(schemes)} if schemes else {}), **settings)
     records = run_audit(s, out, progress=progress)

@@ -21,12 +21,13 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-import torch
+from .errors import PrivnluError
 
 SECRET_MODE = 0o600
 
@@ -202,6 +203,8 @@ def _finite(obj: Any) -> Any:
 
 
 def torch_save_atomic(path: str | os.PathLike[str], obj: Any, *, mode: int | None = None) -> Path:
+    import torch
+
     return write_atomic(path, lambda p: torch.save(obj, p), mode=mode)
 
 
@@ -218,8 +221,6 @@ def read_json(path: str | os.PathLike[str]) -> Any:
 def _json_default(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
-    if isinstance(obj, torch.Tensor):
-        return _finite(obj.tolist())
     if hasattr(obj, "item") and getattr(obj, "ndim", 0) == 0:
         return _finite(obj.item())
     if hasattr(obj, "tolist"):
@@ -237,3 +238,85 @@ def is_pickle(path: str | Path) -> bool:
     if len(head) == 9 and head[8:9] == b"{" and 0 < int.from_bytes(head[:8], "little") <= path.stat().st_size - 8:
         return False
     return head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"
+
+
+# -- outputs checked before any work ------------------------------------------------------------------------
+
+def check_writable(path: str | os.PathLike[str], kind: str, flag: str, *, replace: bool = True) -> None:
+    """One line (PrivnluError) unless ``path`` can be written as a ``kind`` ('file' or 'dir'); creates nothing.
+    ``replace=False``: an existing file is refused too (the caller's ``--force`` lifts it)."""
+    p = Path(path)
+    if str(path) == "":
+        raise PrivnluError(f"{flag}: empty path")
+    if p.exists():
+        if kind == "file" and p.is_dir():
+            raise PrivnluError(f"{flag} {path} is a folder; give a file name")
+        if kind == "dir" and not p.is_dir():
+            raise PrivnluError(f"{flag} {path} is a file, not a folder")
+        if kind == "file" and not replace:
+            raise PrivnluError(f"{flag} {path} exists: refusing to replace an earlier result; choose another file, "
+                               "or add --force")
+        where = p if kind == "dir" else p.parent
+        if not os.access(where, os.W_OK | os.X_OK):
+            raise PrivnluError(f"{flag} {path}: the folder {where} is not writable")
+        return
+    anc = p.absolute().parent
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir():
+        raise PrivnluError(f"{flag} {path}: {anc} is a file, not a folder")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise PrivnluError(f"{flag} {path}: the folder {anc} is not writable")
+
+
+# -- the process: signals and progress output --------------------------------------------------------------------
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that every atomic write removes its temporary file on the way out."""
+
+
+def _on_sigterm(signum, frame) -> None:  # noqa: ARG001
+    raise Terminated()
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM unwinds like SIGINT: ``privnlu.io`` removes temporary files, checkpoints stay atomic."""
+    try:
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (an embedding application): leave its signals alone
+        pass
+
+
+def silence_progress_bars() -> None:
+    """``--quiet``: every tqdm bar of this process is disabled unless its caller passes ``disable=`` itself (the
+    commands with their own ``--quiet`` handling do, with the same meaning)."""
+    from functools import partialmethod
+
+    from tqdm import std
+
+    std.tqdm.__init__ = partialmethod(std.tqdm.__init__, disable=True)  # type: ignore[method-assign]
+
+
+class PlainLines:
+    """A non-terminal stderr (a ``nohup`` log) for progress bars: every carriage-return redraw becomes its own line,
+    and the blank redraws that clear a bar are dropped, so ``tail`` and ``grep`` read one line per update."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+        self._redrawn = False  # the last write was a redraw, already ended with a newline
+
+    def write(self, text: str) -> int:
+        n = len(text)
+        text = text.replace("\x1b[A", "")  # a nested bar's cursor-up: each redraw is a line of its own here
+        if "\r" in text:
+            parts = [p.rstrip("\n") for p in text.split("\r") if p.strip()]
+            self._stream.write("".join(p + "\n" for p in parts))
+            self._redrawn = self._redrawn or bool(parts)
+        elif not (text == "\n" and self._redrawn):  # a bar's closing newline: its line is already ended
+            self._stream.write(text)
+            self._redrawn = False
+        return n
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable
 
-from .errors import PrivnluError
+from .choices import DP_CALIBRATIONS, DP_MECHANISMS
+from .errors import PrivnluError, require, require_choice
 
 #: a pool size of ``inf``: a fresh mask per example
 INF = math.inf
@@ -125,6 +126,32 @@ DELTA = Range(lo=MIN_DELTA, hi=1, hi_open=True)
 ETA = Range(lo=0, lo_open=True, hi=1e12)
 CLIP = Range(lo=0, lo_open=True, hi=1e12)
 POOL = Range(lo=0, integer=True, inf_ok=True, note="0 = no mask")
+
+
+# -- checks of privacy parameters, shared by the schemes and the mechanisms (no torch) ---------------------------
+
+def check_k(k: int, batch_size: int | None = None) -> None:
+    if not isinstance(k, int) or k < 1:
+        raise PrivnluError(f"k must be an integer >= 1, not {k} (k = 1 means no mixing)")
+    if batch_size is not None and k > batch_size:
+        raise PrivnluError(f"k = {k} is larger than the batch size {batch_size}; use a batch of at least k examples")
+
+
+def check_privacy_params(epsilon: float, delta: float) -> None:
+    require(epsilon > 0, f"epsilon must be > 0, not {epsilon}")
+    require(epsilon <= MAX_EPSILON, f"epsilon must be at most {MAX_EPSILON:g}, not {epsilon} (a larger epsilon "
+                                    "protects nothing)")
+    require(0 < delta < 1, f"delta must be in (0, 1), not {delta}")
+    require(delta >= MIN_DELTA, f"delta must be at least {MIN_DELTA:g}, not {delta} (below it the accountant's "
+                                "truncated tail mass exceeds delta)")
+
+
+def check_dp_settings(mechanism: str, epsilon: float, delta: float, clip: float, calibration: str) -> None:
+    """Every check on user DP settings, in one place (used by :func:`calibrate` and :class:`DPSettings`)."""
+    check_privacy_params(epsilon, delta)
+    require(math.isfinite(clip) and clip > 0, f"the clipping bound C must be > 0, not {clip}")
+    require_choice("calibration", calibration, DP_CALIBRATIONS)
+    require_choice("mechanism", mechanism, DP_MECHANISMS)
 
 
 # -- parsers: str -> value ----------------------------------------------------------------------------------------
@@ -261,3 +288,27 @@ class Option:
         if self.kind == "positional":
             return parser.add_argument(self.dest, **kw)
         return parser.add_argument(*self.flags, dest=self.dest, required=self.required, **kw)
+
+
+# -- settings that declare their options --------------------------------------------------------------------------
+
+_UNSET = object()
+
+
+def param(option: Option, default: Any = _UNSET, **field_options: Any) -> Any:
+    """A dataclass field declared by ``option`` (its default, unless ``default`` is given: the library's default may
+    differ from what the command line shows, e.g. a scalar a Flower run config carries; ``MISSING``: required)."""
+    if default is _UNSET:
+        default = False if option.kind == "flag" and option.default is None else option.default
+    return field(default=default, metadata={"option": option}, **field_options)
+
+
+def declared(cls: type) -> tuple[Option, ...]:
+    """The options a settings dataclass declares with :func:`param`, in field order."""
+    return tuple(f.metadata["option"] for f in fields(cls) if "option" in f.metadata)
+
+
+def given(cls: type, values: Any) -> dict[str, Any]:
+    """The declared fields of ``cls`` found in ``values`` (a mapping or an argparse namespace), None left out."""
+    values = values if isinstance(values, dict) else vars(values)
+    return {o.dest: values[o.dest] for o in declared(cls) if values.get(o.dest) is not None}

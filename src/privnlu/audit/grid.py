@@ -7,11 +7,31 @@ scheme with a DP guarantee, and one per target token-inversion accuracy (which f
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import argparse
+
+from dataclasses import MISSING, asdict, dataclass
 
 from ..errors import PrivnluError, require
-from ..params import m_label, parse_m
+from ..options import OPTIONS
+from ..params import POS_INT, Option, Range, float_list, m_label, param, parse_m
 from ..schemes import Scheme, canonical, create, get, names
+
+def mk_point(text: str) -> tuple[float, int]:
+    """``"256:4"`` -> ``(256.0, 4)``: an (m, k) point."""
+    try:
+        m, k = text.split(":")
+        return float(m), int(k)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an M:K point, e.g. 256:4") from None
+
+
+def mk_points(text: str) -> tuple[tuple[float, int], ...]:
+    """``"256:4,16:4"`` -> ``((256.0, 4), (16.0, 4))``."""
+    points = tuple(mk_point(x) for x in text.split(",") if x.strip())
+    if not points:
+        raise argparse.ArgumentTypeError("give at least one M:K point")
+    return points
+
 
 #: Huang et al. 2020's recommended (m, k)
 TEXTHIDE_POINT = (256, 4)
@@ -63,33 +83,49 @@ class GridPoint:
 class AuditSettings:
     """Everything that defines an audit (a point's results are reused only when these match)."""
 
-    task: str
-    model: str | None = None
-    mode: str = "frozen"
-    train_limit: int | None = None
-    dev_limit: int | None = None
-    max_length: int = 128
-    epochs: int = 20  # head training
-    seed: int | None = None
-    n_private: int = 100  # private training sentences attacked
-    distractors: int = 5000
-    attack_epochs: int = 50  # reconstruction: encodings per private sentence (Xie & Hong 2021: 50)
-    aux_size: int = 2000  # reconstruction: the attacker's same-distribution examples
-    public_size: int = 5000  # public sentences for TextHide-inter (also used as distractors)
-    texthide: tuple[tuple[float, int], ...] = (TEXTHIDE_POINT,)
-    dp_point: tuple[float, int] = DP_POINT
-    dp_epsilons: tuple[float, ...] = (1.0, 8.0, 64.0)
-    dp_mechanism: str = "gaussian"
-    dp_delta: float = 1e-5
-    dp_clip: float = 1.0
-    dchi_targets: tuple[float, ...] = (0.1, 0.34, 0.7)
-    calibration_tokens: int = 3000
-    schemes: tuple[str, ...] = field(default_factory=names)
-    data_dir: str | None = field(default=None, compare=False)
-    cache_dir: str | None = field(default=None, compare=False)
+    task: str = param(OPTIONS["task"].but(required=True), default=MISSING)
+    model: str | None = param(OPTIONS["model"].but(group="training and output"))
+    mode: str = param(OPTIONS["mode"].but(group="training and output"))
+    train_limit: int | None = param(OPTIONS["train_limit"])
+    dev_limit: int | None = param(OPTIONS["dev_limit"])
+    max_length: int = param(OPTIONS["max_length"].but(group="training and output"))
+    epochs: int = param(OPTIONS["epochs"].but(help="head training epochs", group="training and output"))
+    seed: int | None = param(OPTIONS["seed"].but(group="training and output"))
+    n_private: int = param(Option("n_private", "--private", "private training sentences attacked", int, default=100,
+                                  range=POS_INT, group="attacker"))
+    distractors: int = param(Option("distractors", "--distractors", "other candidate sentences", int, default=5000,
+                                    range=POS_INT, group="attacker"))
+    attack_epochs: int = param(OPTIONS["encodings_per_example"].but(
+        dest="attack_epochs", default=50, group="attacker", help="reconstruction: encodings of each private sentence "
+        "in the attacked release (Xie & Hong 2021: 50)", range=Range(lo=2, integer=True, note="the attack needs >= 2 "
+                                                                                              "encodings per sentence")))
+    aux_size: int = param(Option("aux_size", "--aux-size", "reconstruction: the attacker's same-distribution examples",
+                                 int, default=2000, range=POS_INT, group="attacker"))
+    public_size: int = param(OPTIONS["public_size"].but(default=5000, group="attacker", help="public Wikipedia "
+                                                        "sentences (TextHide-inter, and distractors)"))
+    texthide: tuple[tuple[float, int], ...] = param(Option(
+        "texthide", "--texthide", "per-batch encodings' (m, k) points as M:K,... (the paper's is 256:4)", mk_points,
+        default=(TEXTHIDE_POINT,), group="grid"))
+    dp_point: tuple[float, int] = param(Option(
+        "dp_point", "--dp-point", "DP instance encoding's (m, k) as M:K; M = 0 is the paper's Algorithm 1 (no sign "
+        "mask), M > 0 adds TextHide's masks", mk_point, default=DP_POINT, group="grid"))
+    dp_epsilons: tuple[float, ...] = param(OPTIONS["dp_epsilons"].but(default=(1.0, 8.0, 64.0), group="grid"))
+    dp_mechanism: str = param(OPTIONS["mechanism"].but(dest="dp_mechanism", default="gaussian", group="grid"))
+    dp_delta: float = param(OPTIONS["delta"].but(dest="dp_delta", default=1e-5, group="grid"))
+    dp_clip: float = param(OPTIONS["clip"].but(dest="dp_clip", default=1.0, group="grid"))
+    dchi_targets: tuple[float, ...] = param(Option(
+        "dchi_targets", "--dchi-targets", "d_chi: eta is calibrated so that token inversion recovers these fractions",
+        float_list, default=(0.1, 0.34, 0.7), range=Range(lo=0, hi=1, lo_open=True, hi_open=True, items=True),
+        group="grid"))
+    calibration_tokens: int = param(Option("calibration_tokens", "--calibration-tokens", "training tokens used to "
+                                           "calibrate eta", int, default=3000, range=POS_INT, group="grid"))
+    schemes: tuple[str, ...] = param(OPTIONS["schemes"].but(help="comma-separated subset of the schemes (default: "
+                                                                 "all)", group="grid"), default=())
+    data_dir: str | None = param(OPTIONS["data_dir"], compare=False)
+    cache_dir: str | None = param(OPTIONS["cache_dir"].but(group="training and output"), compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "schemes", tuple(canonical(s) for s in self.schemes))
+        object.__setattr__(self, "schemes", tuple(canonical(s) for s in (self.schemes or names())))
         require(self.mode in ("frozen", "joint"), f"unknown mode '{self.mode}'; use frozen or joint")
         for name in ("n_private", "distractors", "attack_epochs", "aux_size", "public_size", "epochs", "calibration_tokens", "max_length"):
             require(getattr(self, name) >= 1, f"{name.replace('_', ' ')} must be >= 1")

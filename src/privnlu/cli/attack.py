@@ -69,11 +69,13 @@ def register(asub: argparse._SubParsersAction) -> None:
 
     r = asub.add_parser("reconstruct", help="recover the private representations from a release (Xie & Hong 2021)")
     add(r, *COMMON, _queries(100), _conditions("1:1,1:2,1:4,1:6"), "batch_size", *SBERT, "seed", "out",
-        "encodings_per_example", *RECONSTRUCT, "dp_mechanism", "dp_epsilon", "dp_delta", "dp_clip", "dp_calibration",
+        "encodings_per_example", *RECONSTRUCT, "mechanism", "epsilon", "delta", "clip", "calibration",
         "payload", encodings_per_example={"default": 50, "help": "encodings of each private example in the attacked "
                                                                  "release"},
-        dp_mechanism={"default": None, "help": "attack DP instance encoding instead (Xie & Hong 2022): clip, mix, "
-                                               "mask, add calibrated noise"}, **COMMON_HELP)
+        mechanism={"help": "attack DP instance encoding instead (Xie & Hong 2022): clip, mix, mask, add calibrated "
+                           "noise", "group": "DP instance encoding"}, epsilon={"group": "DP instance encoding"},
+        delta={"default": 1e-5, "group": "DP instance encoding"}, clip={"default": 1.0, "group": "DP instance encoding"},
+        calibration={"default": "correct", "group": "DP instance encoding"}, **COMMON_HELP)
     r.set_defaults(func=run_reconstruct)
 
 
@@ -151,13 +153,13 @@ def run_reconstruct(args: argparse.Namespace) -> int:
     methods, config = runs.reconstruction_config(args.methods, epochs=args.encodings_per_example, seed=args.seed,
                                                  **knobs)
     dp = None
-    if args.dp_mechanism is not None:
+    if args.mechanism is not None:
         from ..errors import require
         from ..mechanisms.dp import DPSettings
 
-        require(args.dp_epsilon is not None, "--dp-mechanism needs --dp-epsilon")
-        dp = DPSettings(mechanism=args.dp_mechanism, epsilon=args.dp_epsilon, delta=args.dp_delta, clip=args.dp_clip,
-                        calibration=args.dp_calibration)
+        require(args.epsilon is not None, "--dp-mechanism needs --dp-epsilon")
+        dp = DPSettings(mechanism=args.mechanism, epsilon=args.epsilon, delta=args.delta, clip=args.clip,
+                        calibration=args.calibration)
     return _write(args, runs.reconstruct(t, runs.conditions(args.conditions), methods, config,
                                          epochs=args.encodings_per_example, aux_size=args.aux_size,
                                          distractors=args.distractors, dp=dp, log=say))

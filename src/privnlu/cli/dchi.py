@@ -6,7 +6,8 @@ import argparse
 
 from ..params import POS_INT, PROB_OPEN, Option, float_list
 from .common import say, warn_seed
-from .options import ETAS, add
+from ..options import ETAS
+from .options import add
 
 
 def register(sub: argparse._SubParsersAction) -> None:

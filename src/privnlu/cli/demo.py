@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from ..audit import DEMO, run_audit
+    from ..audit import DEMO
+    from ..audit.run import run_audit
     from ..report import build_report
 
     warn_seed(args)

@@ -14,10 +14,9 @@ from .options import add, option, scheme_options
 DP_IE = ("mechanism", "epsilon", "delta", "clip", "calibration", "k")
 
 
-def _dp_ie(*, epsilon_required: bool = False, k_default: int | None = None) -> list[Option]:
+def _dp_ie(*, k_default: int | None = None) -> list[Option]:
     params = {o.dest: o for o in scheme_options("per-batch")[1:]}
     out = [params[d] for d in DP_IE]
-    out[1] = out[1].but(required=epsilon_required)
     if k_default is not None:
         out[5] = out[5].but(default=k_default)
     return out
@@ -27,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """``dp account``, ``dp encode`` and ``dp audit`` (``sub``: the ``dp`` group's subcommands)."""
     a = sub.add_parser("account", help="noise for an (epsilon, delta) target, and the epsilon the release really has; "
                                        "with --ledger, every recorded release of each dataset composed")
-    add(a, *_dp_ie(epsilon_required=False, k_default=4), "encodings_per_example", "dim", "ledger", "budget_epsilon",
+    add(a, *_dp_ie(k_default=4), "encodings_per_example", "dim", "ledger", "budget_epsilon",
         "budget_delta", "budget_eta", "out",
         ledger={"help": "compose every release recorded in this ledger, per dataset and example (dp-accounting PLD); "
                         "--dp-epsilon is then not needed", "group": "privacy ledger"},
@@ -39,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "add nothing to the guarantee (the paper's Algorithm 1 has none).")
     from .encode import RELEASE, RELEASE_HELP
 
-    add(e, *DATA, *ENCODER, *_dp_ie(epsilon_required=False), option("m"), *RELEASE, **RELEASE_HELP)
+    add(e, *DATA, *ENCODER, *_dp_ie(), option("m"), *RELEASE, **RELEASE_HELP)
     e.set_defaults(func=run_encode)
 
     au = sub.add_parser("audit", help="empirical DP audit: a 95 %% lower bound on epsilon from many draws, beside the "
@@ -47,9 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "and bound its epsilon from below with a threshold distinguisher (Clopper-Pearson 95 %). Exit "
                         "code 1 if the bound exceeds the claimed epsilon (the claim is refuted), 0 otherwise.")
     scheme, *params = scheme_options("per-batch", "once")
-    dp_params = [o for o in params if o.dest in DP_IE and o.dest != "k"]
     add(au, scheme.but(default="dp-ie", help="the claim to audit: dp-ie (default), dchi-token or dchi-text"),
-        *dp_params, "dim", "k", "encodings_per_example", next(o for o in params if o.dest == "eta"), "model", "pairs",
+        *[o for o in params if o.dest in DP_IE and o.dest != "k"], "dim", "k", "encodings_per_example", "eta", "model",
+        "pairs",
         "target_loss", "draws", "seed", "out",
         dim={"default": 64}, k={"default": None, "help": "dp-ie: representations per encoding (default: 1)"},
         encodings_per_example={"help": "encodings per example and slot"},

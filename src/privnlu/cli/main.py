@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import signal
 import sys
 import warnings
 
 from ..errors import PrivnluError
 from ..version import __version__
+from ..io import PlainLines, Terminated, install_signal_handlers, silence_progress_bars
 from .options import check_outputs, finalize
 
 #: command path -> (module under privnlu.cli that registers it, its one-line help), in the order ``--help`` lists
@@ -67,23 +67,6 @@ DEPRECATED: dict[str, str] = {
 }
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C so that every atomic write removes its temporary file on the way out."""
-
-
-def _on_sigterm(signum, frame) -> None:  # noqa: ARG001
-    raise Terminated()
-
-
-def install_signal_handlers() -> None:
-    """SIGTERM unwinds like SIGINT: ``privnlu.io`` removes temporary files, checkpoints stay atomic."""
-    try:
-        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
-            signal.signal(signal.SIGTERM, _on_sigterm)
-    except ValueError:  # not the main thread (an embedding application): leave its signals alone
-        pass
-
-
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is a single line and exit code 2, and abbreviated options are refused."""
 
@@ -123,40 +106,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         else:
             subs[parent].add_parser(name, help=help_text, add_help=False)
     return finalize(parser)
-
-
-def silence_progress_bars() -> None:
-    """``--quiet``: every tqdm bar of this process is disabled unless its caller passes ``disable=`` itself (the
-    commands with their own ``--quiet`` handling do, with the same meaning)."""
-    from functools import partialmethod
-
-    from tqdm import std
-
-    std.tqdm.__init__ = partialmethod(std.tqdm.__init__, disable=True)  # type: ignore[method-assign]
-
-
-class PlainLines:
-    """A non-terminal stderr (a ``nohup`` log) for progress bars: every carriage-return redraw becomes its own line,
-    and the blank redraws that clear a bar are dropped, so ``tail`` and ``grep`` read one line per update."""
-
-    def __init__(self, stream) -> None:
-        self._stream = stream
-        self._redrawn = False  # the last write was a redraw, already ended with a newline
-
-    def write(self, text: str) -> int:
-        n = len(text)
-        text = text.replace("\x1b[A", "")  # a nested bar's cursor-up: each redraw is a line of its own here
-        if "\r" in text:
-            parts = [p.rstrip("\n") for p in text.split("\r") if p.strip()]
-            self._stream.write("".join(p + "\n" for p in parts))
-            self._redrawn = self._redrawn or bool(parts)
-        elif not (text == "\n" and self._redrawn):  # a bar's closing newline: its line is already ended
-            self._stream.write(text)
-            self._redrawn = False
-        return n
-
-    def __getattr__(self, name: str):
-        return getattr(self._stream, name)
 
 
 def _command_of(argv: list[str]) -> str:

@@ -16,15 +16,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "dchi-text: privatized text, one per line; dchi-token: noisy token embeddings "
                                    "(.npz); dchi-sequence: noisy sentence representations (.npz). Large files are "
                                    "streamed.")
-    scheme, *params = scheme_options("once")
     add(p, Option("input", help="UTF-8 text file, one text per line", kind="positional"), "out",
-        scheme.but(default="dchi-text", help="d_chi scheme: dchi-text, dchi-token or dchi-sequence"),
-        next(o for o in params if o.dest == "eta").but(required=True), "model", "pooling", "max_length",
+        scheme_options("once")[0].but(default="dchi-text", help="d_chi scheme: dchi-text, dchi-token or dchi-sequence"),
+        "eta", "model", "pooling", "max_length",
         Option("hnsw", "--hnsw", "dchi-text: approximate nearest token with a FAISS HNSW index (same guarantee, "
                "faster, lower fidelity)", kind="flag"),
         Option("chunk_lines", "--chunk-lines", "lines processed at a time", int, default=256, range=POS_INT),
         "seed", "ledger",
         out={"help": "output file (.txt for dchi-text, .npz for dchi-token and dchi-sequence)", "required": True},
+        eta={"required": True, "group": ""},
         pooling={"default": "cls", "help": "sentence representation for dchi-sequence", "group": ""},
         model={"group": ""}, max_length={"group": "", "help": "max tokens per text incl. [CLS]/[SEP]; longer texts "
                                                                 "are truncated with a warning"})

@@ -5,12 +5,12 @@
 * :mod:`.strategy`: FedSGD (Algorithm 2) and FedAvg server strategies.
 * :mod:`.server`: the ServerApp (central evaluation, checkpoints, resume, results record).
 * :mod:`.wire`: a recording Grid, the eavesdropper's view of every message.
-* :mod:`.simulation`: the in-process simulation; :mod:`.app` the apps for ``flwr run`` deployments.
+* :mod:`.simulation`: the in-process simulation; :mod:`.app` the apps for ``flwr run`` deployments;
+  :mod:`.launch`: starting a run (``privnlu federated``).
+
+The package imports only the settings (no Flower): the command line reads them to build its options.
 """
 
 from .config import FederatedConfig, client_pool_sizes
-from .strategy import FedAvgTextHide, TextHideFedSGD
-from .wire import RecordingGrid, WireLog, load_capture
 
-__all__ = ["FedAvgTextHide", "FederatedConfig", "RecordingGrid", "TextHideFedSGD", "WireLog", "client_pool_sizes",
-           "load_capture"]
+__all__ = ["FederatedConfig", "client_pool_sizes"]

@@ -16,10 +16,11 @@ masks are not.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 
 from ..errors import PrivnluError, require_choice
-from ..mechanisms.texthide import INF, check_k, m_label, parse_m
+from ..options import OPTIONS
+from ..params import INF, POS_INT, Option, Range, check_k, m_label, param, parse_m
 from ..schemes import Scheme, canonical, create, get, names
 
 ALGORITHMS = ("fedsgd", "fedavg")
@@ -29,48 +30,86 @@ MODES = ("frozen", "joint")
 
 @dataclass(frozen=True)
 class FederatedConfig:
-    """Everything that defines a federated run (all fields are Flower config scalars)."""
+    """Everything that defines a federated run (all fields are Flower config scalars); the settings the command line
+    offers are declared on their fields (:func:`privnlu.params.param`)."""
 
-    task: str
-    clients: int = 4
-    rounds: int = 50
-    m: str = "256"
+    task: str = param(OPTIONS["task"].but(required=True), default=MISSING)
+    clients: int = param(Option("clients", "--clients", "number of clients", int, default=4, range=POS_INT,
+                                group="federation"))
+    rounds: int = param(Option("rounds", "--rounds", "federated rounds", int, default=50, range=POS_INT,
+                               group="federation"))
+    m: str = "256"  # the scheme's (privnlu.schemes), split over the clients
     k: int = 4
-    pool_sizes: str = ""  # "" = even split of m; else comma-separated sizes summing to m
+    pool_sizes: str = param(Option("pool_sizes", "--pool-sizes", "explicit per-client pool sizes, comma-separated, "
+                                   "summing to m", default="", group="scheme",
+                                   range=Range(lo=1, integer=True, items=True, empty_ok=True, note="empty = an even "
+                                                                                                   "split")))
     scheme: str = "texthide"  # or "none" (plain FedSGD/FedAvg baseline)
-    algorithm: str = "fedsgd"
-    local_steps: int = 1  # fedavg only
-    batch_size: int = 64  # per client and step
-    lr: float = 1e-3  # server optimizer (fedsgd) or client optimizer (fedavg)
-    server_optimizer: str = "adam"
-    mode: str = "frozen"
-    encoder_lr: float = 2e-5
-    # joint mode: also train the token/position embedding tables. Their gradient rows are non-zero exactly at the
-    # batch's token ids, so this sends every client's words to the server (issue 12); off by default
-    train_embeddings: bool = False
-    model: str = ""  # "" = packaged MiniLM
-    pooling: str = "cls"
-    max_length: int = 128
+    algorithm: str = param(Option("algorithm", "--algorithm", "fedsgd: clients send one gradient per round "
+                                  "(Algorithm 2); fedavg: weights after local steps", default="fedsgd",
+                                  choices=ALGORITHMS, group="federation"))
+    local_steps: int = param(Option("local_steps", "--local-steps", "client steps per round with fedavg", int,
+                                    default=1, range=POS_INT, group="federation"))
+    batch_size: int = param(OPTIONS["batch_size"].but(help="hidden batch per client and step"))
+    lr: float = param(OPTIONS["lr"].but(help="server (fedsgd) or client (fedavg) learning rate"))
+    server_optimizer: str = param(Option("server_optimizer", "--server-optimizer", "server optimizer (fedsgd)",
+                                         default="adam", choices=SERVER_OPTIMIZERS, group="training"))
+    mode: str = param(OPTIONS["mode"])
+    encoder_lr: float = param(OPTIONS["encoder_lr"])
+    train_embeddings: bool = param(Option(
+        "train_embeddings", "--train-embeddings", "joint mode: also train the word/position/token-type embedding "
+        "tables. UNSAFE: their gradient rows are non-zero exactly at the batch's token ids, so every client sends its "
+        "words to the server (default: the tables stay frozen on the clients)", kind="flag", group="training"))
+    model: str = param(OPTIONS["model"], default="")  # "" = packaged MiniLM
+    pooling: str = param(OPTIONS["pooling"].but(default="cls"))
+    max_length: int = param(OPTIONS["max_length"])
     hidden: str = ""  # "" = (d, d, d)
-    dropout: float = 0.1
-    abs_input: bool = False  # the head sees |x| (mask-invariant: needs no key; see privnlu train --abs-input)
-    train_limit: int = 0  # 0 = all
-    dev_limit: int = 0
-    data_dir: str = ""
-    cache_dir: str = ""
-    fraction_train: float = 1.0
-    min_clients: int = 0  # 0 = all clients must be available and answer
-    eval_every: int = 1
-    eval_mask: str = "pool"  # clients also score the model on their dev shard masked with their own pool
-    checkpoint_every: int = 0  # 0 = only at the end
+    dropout: float = param(OPTIONS["dropout"])
+    abs_input: bool = param(OPTIONS["abs_input"])
+    train_limit: int = param(OPTIONS["train_limit"], default=0)  # 0 = all
+    dev_limit: int = param(OPTIONS["dev_limit"], default=0)
+    data_dir: str = param(OPTIONS["data_dir"], default="")
+    cache_dir: str = param(OPTIONS["cache_dir"], default="")
+    fraction_train: float = param(Option("fraction_train", "--fraction-train", "fraction of clients sampled each "
+                                         "round", float, default=1.0, range=Range(lo=0, hi=1, lo_open=True),
+                                         group="federation"))
+    min_clients: int = param(Option("min_clients", "--min-clients", "Flower's minimum available clients before a "
+                                    "round starts", int, default=0, range=Range(lo=0, integer=True, note="0 = all "
+                                                                                                         "clients"),
+                                    group="federation"))
+    eval_every: int = param(Option("eval_every", "--eval-every", "evaluate the global model every N rounds", int,
+                                   default=1, range=POS_INT, group="training"))
+    eval_mask: str = param(OPTIONS["eval_mask"].but(help="pool: clients also score the global model on their dev "
+                                                         "shard masked with their own pool (federated evaluation); "
+                                                         "none: only the server's unmasked dev score"))
+    checkpoint_every: int = param(Option("checkpoint_every", "--checkpoint-every", "checkpoint every N rounds (always "
+                                         "at the end)", int, default=0, group="training",
+                                         range=Range(lo=0, integer=True, note="0 = only at the end")))
     seed: int = -1  # -1 = secure randomness; >= 0 EXPERIMENTS ONLY
-    dp_clip: float = 0.0  # > 0: client-level DP-FedSGD (see federated/dp.py), clip each client's gradient to this L2 norm
-    dp_noise: float = 0.0  # the noise multiplier z (or give dp_epsilon to calibrate it for the run's rounds)
-    dp_epsilon: float = 0.0
-    dp_delta: float = 1e-5
-    secagg: bool = False  # in-process pairwise-masking secure aggregation (federated/secagg.py): the server sees the sum
-    local_clip: float = 0.0  # > 0 with local_noise: each client clips its gradient to this L2 norm ...
-    local_noise: float = 0.0  # ... and adds N(0, (local_noise * local_clip)^2) to every coordinate it sends
+    dp_clip: float = param(Option("dp_clip", "--dp-clip", "clip each client's gradient to L2 norm C on the server and "
+                                  "add Gaussian noise: client-level DP-FedSGD (fedsgd only)", float, default=0.0,
+                                  metavar="C", range=Range(lo=0, hi=1e12, note="0 = no DP"), group="client-level DP"))
+    dp_noise: float = param(Option("dp_noise", "--dp-noise-multiplier", "noise std = Z * C on the sum", float,
+                                   default=0.0, metavar="Z", range=Range(lo=0, hi=1e6, note="0 = off"),
+                                   group="client-level DP"))
+    dp_epsilon: float = param(Option("dp_epsilon", "--dp-epsilon", "instead of --dp-noise-multiplier: calibrate Z so "
+                                     "that all --rounds are (epsilon, delta)-DP", float, default=0.0,
+                                     range=Range(lo=0, hi=1000.0, note="0 = use --dp-noise-multiplier"),
+                                     group="client-level DP"))
+    dp_delta: float = param(OPTIONS["delta"].but(dest="dp_delta", default=1e-5, help="delta of the client-level DP "
+                                                                                    "guarantee",
+                                                 group="client-level DP"))
+    secagg: bool = param(Option("secagg", "--secagg", "secure aggregation (fedsgd, --backend inprocess): clients send "
+                                "pairwise-masked gradients and the server sees only their sum (privnlu's in-process "
+                                "masking, not Flower's SecAgg+)", kind="flag", group="client-side protection"))
+    local_clip: float = param(Option("local_clip", "--local-clip", "each client clips its gradient to L2 norm C "
+                                     "before sending (with --local-noise)", float, default=0.0, metavar="C",
+                                     range=Range(lo=0, hi=1e12, note="0 = no local clipping"),
+                                     group="client-side protection"))
+    local_noise: float = param(Option("local_noise", "--local-noise", "each client adds N(0, (Z*C)^2) to every "
+                                      "coordinate it sends", float, default=0.0, metavar="Z",
+                                      range=Range(lo=0, hi=1e6, note="0 = no local noise"),
+                                      group="client-side protection"))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "m", m_label(parse_m(self.m)))

@@ -58,7 +58,7 @@ import torch
 
 from ..choices import DP_CALIBRATIONS, DP_MECHANISMS
 from ..errors import PrivnluError, require, require_choice
-from ..params import MAX_EPSILON, MIN_DELTA
+from ..params import MAX_EPSILON, MIN_DELTA, check_dp_settings, check_privacy_params  # noqa: F401 (re-exported)
 from ..rng import SecretGenerator
 from .texthide import MaskPool, TextHide, check_finite
 
@@ -77,23 +77,6 @@ MAX_PARTICIPATIONS = 10 ** 9
 #: (closed form in n) answer, and they are as tight there
 PLD_MAX_POINTS = 2_000_000
 LAPLACE_PLD_MAX_COMPOSITIONS = 100_000
-
-
-def check_privacy_params(epsilon: float, delta: float) -> None:
-    require(epsilon > 0, f"epsilon must be > 0, not {epsilon}")
-    require(epsilon <= MAX_EPSILON, f"epsilon must be at most {MAX_EPSILON:g}, not {epsilon} (a larger epsilon "
-                                    "protects nothing)")
-    require(0 < delta < 1, f"delta must be in (0, 1), not {delta}")
-    require(delta >= MIN_DELTA, f"delta must be at least {MIN_DELTA:g}, not {delta} (below it the accountant's "
-                                "truncated tail mass exceeds delta)")
-
-
-def check_dp_settings(mechanism: str, epsilon: float, delta: float, clip: float, calibration: str) -> None:
-    """Every check on user DP settings, in one place (used by :func:`calibrate` and :class:`DPSettings`)."""
-    check_privacy_params(epsilon, delta)
-    require(math.isfinite(clip) and clip > 0, f"the clipping bound C must be > 0, not {clip}")
-    require_choice("calibration", calibration, CALIBRATIONS)
-    require_choice("mechanism", mechanism, MECHANISMS)
 
 
 def clip_rows(x: torch.Tensor, clip: float, norm: str) -> torch.Tensor:

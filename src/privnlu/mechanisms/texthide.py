@@ -32,18 +32,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ..params import INF, m_label, parse_m  # noqa: F401 (m_label, parse_m: re-exported)
+from ..params import INF, check_k, m_label, parse_m  # noqa: F401 (check_k, m_label, parse_m: re-exported)
 from ..errors import PrivnluError
 from ..io import write_secret
 from ..rng import SecretGenerator
 
-
-
-def check_k(k: int, batch_size: int | None = None) -> None:
-    if not isinstance(k, int) or k < 1:
-        raise PrivnluError(f"k must be an integer >= 1, not {k} (k = 1 means no mixing)")
-    if batch_size is not None and k > batch_size:
-        raise PrivnluError(f"k = {k} is larger than the batch size {batch_size}; use a batch of at least k examples")
 
 
 class MaskPool:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import torch
 
+from ..choices import BF16_MODES
 from ..errors import require_choice
 
-BF16_MODES = ("auto", "on", "off")
 NATIVE_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 CPUINFO = "/proc/cpuinfo"
 

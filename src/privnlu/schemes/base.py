@@ -10,7 +10,7 @@ Nothing here imports torch: the command line builds its options from these decla
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import Any, ClassVar
 
 from ..errors import PrivnluError
@@ -20,11 +20,6 @@ from ..params import Option
 LEVELS = ("none", "representation", "text", "token-embeddings", "sentence-representation")
 #: the kinds of formal guarantee: none, (epsilon, delta)-DP per example, eta-d_chi (metric DP)
 GUARANTEES = ("none", "dp", "metric-dp")
-
-
-def param(option: Option) -> Any:
-    """A scheme parameter: a dataclass field whose default, range and help come from ``option``."""
-    return field(default=option.default, metadata={"option": option})
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..params import ETA, Option
-from .base import Guarantee, Scheme, ThreatModel, param
+from ..options import OPTIONS
+from ..params import ETA, param
+from .base import Guarantee, Scheme, ThreatModel
 from .registry import register
 
-ETA_OPTION = Option("eta", "--eta", "privacy parameter eta > 0 (smaller = more noise; see privnlu dchi calibrate)",
-                    parse=float, range=ETA, group="scheme")
 
 
 @dataclass
@@ -54,7 +53,7 @@ class DchiScheme(Scheme):
     finetune_mode: ClassVar[str] = ""
     unit: ClassVar[str] = "token"
 
-    eta: float | None = param(ETA_OPTION)
+    eta: float | None = param(OPTIONS["eta"])
 
     def validate(self) -> None:
         if self.eta is not None:

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..choices import DP_CALIBRATIONS, DP_MECHANISMS
-from ..params import CLIP, DELTA, EPSILON, Option
-from .base import Guarantee, ThreatModel, param
+from ..options import OPTIONS
+from ..params import check_dp_settings, param
+from .base import Guarantee, ThreatModel
 from .registry import register
 from .texthide import K, M, TextHideIntra
 
@@ -23,21 +23,6 @@ from .texthide import K, M, TextHideIntra
 JOINT_DP_CAVEAT = ("the encoder was fine-tuned with gradients of the clean private inputs, so one example changes the "
                    "encoder and through it every later encoding: the noise is calibrated for a fixed encoder, and "
                    "neither the encodings nor this model carry the DP guarantee")
-
-MECHANISM = Option("mechanism", "--dp-mechanism", "noise distribution (L2 clipping for gaussian, L1 for laplace)",
-                   choices=DP_MECHANISMS, group="scheme")
-EPSILON_OPTION = Option("epsilon", "--dp-epsilon", "target epsilon per example for the whole release, every "
-                        "encoding of every pass included", parse=float, range=EPSILON, group="scheme")
-DELTA_OPTION = Option("delta", "--dp-delta", "target delta", parse=float, range=DELTA, group="scheme")
-CLIP_OPTION = Option("clip", "--dp-clip", "clipping bound C: L2 for gaussian, L1 for laplace", parse=float,
-                     range=CLIP, group="scheme")
-CALIBRATION = Option("calibration", "--dp-calibration", "correct, or paper: the paper's per-encoding calibration, "
-                     "NOT a valid DP guarantee", choices=DP_CALIBRATIONS, group="scheme")
-CLEAN_QUERIES = Option("clean_queries", "--dp-clean-queries", "queries are clipped and masked but not noised (the "
-                       "guarantee then covers the training release only)", kind="flag", group="scheme")
-INTER = Option("inter", "--inter", "mix floor(k/2) components of each encoding from a public corpus, as "
-               "TextHide-inter does", kind="flag", group="scheme")
-
 
 @register
 @dataclass(frozen=True)
@@ -62,18 +47,16 @@ class DPInstanceEncoding(TextHideIntra):
 
     m: float = param(M.but(default=0))
     k: int = param(K.but(default=4))
-    mechanism: str = param(MECHANISM.but(default="gaussian"))
-    epsilon: float = param(EPSILON_OPTION.but(default=8.0))
-    delta: float = param(DELTA_OPTION.but(default=1e-5))
-    clip: float = param(CLIP_OPTION.but(default=1.0))
-    calibration: str = param(CALIBRATION.but(default="correct"))
-    clean_queries: bool = param(CLEAN_QUERIES.but(default=False))
-    inter: bool = param(INTER.but(default=False))  # type: ignore[misc]
+    mechanism: str = param(OPTIONS["mechanism"].but(default="gaussian"))
+    epsilon: float = param(OPTIONS["epsilon"].but(default=8.0))
+    delta: float = param(OPTIONS["delta"].but(default=1e-5))
+    clip: float = param(OPTIONS["clip"].but(default=1.0))
+    calibration: str = param(OPTIONS["calibration"].but(default="correct"))
+    clean_queries: bool = param(OPTIONS["clean_queries"].but(default=False))
+    inter: bool = param(OPTIONS["inter"].but(default=False))  # type: ignore[misc]
 
     def validate(self) -> None:
         super().validate()
-        from ..mechanisms.dp import check_dp_settings
-
         check_dp_settings(self.mechanism, self.epsilon, self.delta, self.clip, self.calibration)
 
     def params(self) -> dict[str, Any]:

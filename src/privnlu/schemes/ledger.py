@@ -39,6 +39,7 @@ from typing import Any
 
 from ..errors import PrivnluError, require
 from ..io import SECRET_MODE, write_json_atomic
+from ..params import check_privacy_params
 from .base import Scheme
 
 FORMAT = "privnlu-ledger"
@@ -160,8 +161,6 @@ class Ledger:
     def set_budget(self, *, epsilon: float | None, delta: float | None, eta: float | None) -> None:
         """The owner's budget per example: (epsilon, delta) for DP releases, a total eta for d_chi releases."""
         if epsilon is not None:
-            from ..mechanisms.dp import check_privacy_params
-
             check_privacy_params(epsilon, DEFAULT_DELTA if delta is None else delta)
         if eta is not None:
             require(math.isfinite(eta) and eta > 0, f"the eta budget must be > 0, not {eta}")

@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..errors import PrivnluError
-from ..params import POOL, POS_INT, Option, m_label, m_value, parse_m
-from .base import Guarantee, Scheme, ThreatModel, param
+from ..options import OPTIONS
+from ..params import check_k, m_label, param, parse_m
+from .base import Guarantee, Scheme, ThreatModel
 from .registry import register
 
-M = Option("m", "--m", "mask pool size: 0 (no mask), N, or inf (a fresh mask per example)", parse=m_value, range=POOL,
-           group="scheme")
-K = Option("k", "--k", "representations mixed per encoding (1 = no mixing)", parse=int, range=POS_INT, group="scheme")
+M, K = OPTIONS["m"], OPTIONS["k"]
 
 
 TEXTHIDE_THREAT = ThreatModel(
@@ -54,8 +53,6 @@ class TextHideIntra(Scheme):
     k: int = param(K.but(default=4))
 
     def validate(self) -> None:
-        from ..mechanisms.texthide import check_k
-
         object.__setattr__(self, "m", parse_m(self.m))
         object.__setattr__(self, "k", _integer(self.k))
         check_k(self.k)

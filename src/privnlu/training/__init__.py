@@ -1,6 +1,24 @@
-"""Training on privatized data: losses and the shared training loop."""
+"""Training on privatized data and releasing it: the engine (:mod:`.engine`), the shared training loop
+(:mod:`.trainer`), releases (:mod:`.release`), private fine-tuning and pretraining under d_chi, model export and
+prediction.
 
-from .losses import soft_cross_entropy, targets_from_labels, task_loss
-from .trainer import TrainConfig, TrainState, fit
+The package's names are imported on first use: its settings (:mod:`.settings`) stay importable without torch, which
+the command line reads to build its options.
+"""
 
-__all__ = ["TrainConfig", "TrainState", "fit", "soft_cross_entropy", "targets_from_labels", "task_loss"]
+from __future__ import annotations
+
+import importlib
+
+#: name -> the submodule that defines it
+_NAMES = {"TrainConfig": "trainer", "TrainState": "trainer", "fit": "trainer", "soft_cross_entropy": "losses",
+          "targets_from_labels": "losses", "task_loss": "losses"}
+
+
+def __getattr__(name: str):
+    if name in _NAMES:
+        return getattr(importlib.import_module(f".{_NAMES[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = list(_NAMES)

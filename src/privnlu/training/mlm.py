@@ -39,19 +39,20 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..choices import MLM_OBJECTIVES
+from ..choices import MLM_INPUT_MECHANISMS, MLM_OBJECTIVES
 from ..data import load_public_corpus
-from ..errors import PrivnluError, require_at_least_one, require_choice, require_learning_rate
+from ..errors import PrivnluError
 from ..io import is_pickle, remove_stale_temps, torch_save_atomic, write_atomic, write_json_atomic
-from ..mechanisms.dchi import TokenSpace, check_eta, m_rep, m_txt, privatized_positions
+from ..mechanisms.dchi import TokenSpace, m_rep, m_txt, privatized_positions
 from ..models.precision import autocast, resolve_bf16
 from ..rng import SecretGenerator, derive_seed, seeded_torch
 from .batching import bucket_batches, count_batches, pad
 from .losses import soft_cross_entropy
+from .settings import PretrainConfig  # noqa: F401 (re-exported)
 from .trainer import linear_warmup
 
 OBJECTIVES = MLM_OBJECTIVES
-INPUT_MECHANISMS = ("text", "rep")
+INPUT_MECHANISMS = MLM_INPUT_MECHANISMS
 PHASES = ("warmup", "adapt")
 EVAL_MASK_SEED = 1234  # masking of the held-out evaluation text (public, not secret)
 
@@ -179,41 +180,6 @@ def mlm_logits(model: nn.Module, head: TiedMLMHead, batch: MLMBatch, *, bf16: bo
         out = model(input_ids=move(batch.input_ids), inputs_embeds=move(batch.inputs_embeds),
                     attention_mask=move(batch.attention_mask))
         return head(out.last_hidden_state[move(batch.masked)]).float()
-
-
-@dataclass(frozen=True)
-class PretrainConfig:
-    """A privacy-adaptive pretraining run (CPU-sized defaults; scale ``steps`` and ``batch_size`` on a GPU)."""
-
-    objective: str = "denoising"
-    eta: float = 65.6
-    mechanism: str = "text"
-    steps: int = 200
-    warmup_steps: int = 100
-    batch_size: int = 16
-    max_length: int = 64
-    lr: float = 5e-5
-    head_lr: float = 1e-3
-    mask_prob: float = 0.15
-    draws: int = 10
-    checkpoint_every: int = 50
-    eval_size: int = 256
-    corpus: str = "wiki"
-    corpus_limit: int | None = None
-    seed: int | None = None
-
-    def __post_init__(self) -> None:
-        require_choice("objective", self.objective, OBJECTIVES)
-        require_choice("input mechanism", self.mechanism, INPUT_MECHANISMS)
-        check_eta(self.eta)
-        require_at_least_one(self, "batch_size", "max_length", "draws", "checkpoint_every", "eval_size")
-        if self.steps < 0 or self.warmup_steps < 0:
-            raise PrivnluError("step counts must be >= 0")
-        if self.max_length < 3:
-            raise PrivnluError("--max-length must be at least 3")
-        if not 0 < self.mask_prob < 1:
-            raise PrivnluError(f"the masking probability must be in (0, 1), not {self.mask_prob}")
-        require_learning_rate(self.lr, self.head_lr)
 
 
 class Pretrainer:

@@ -41,9 +41,9 @@ from ..choices import FINETUNE_ENCODERS, FINETUNE_MODES
 from ..data import TextDataset, get_task
 from ..data import metrics as glue_metrics
 from ..data.tasks import TaskSpec
-from ..errors import PrivnluError, require_at_least_one, require_choice, require_learning_rate
+from ..errors import PrivnluError
 from ..io import torch_save_atomic, write_secret
-from ..mechanisms.dchi import TokenSpace, check_eta, m_rep, m_seq, m_txt
+from ..mechanisms.dchi import TokenSpace, m_rep, m_seq, m_txt
 from ..models import MLPHead, load_encoder
 from ..models.bilstm import BiLSTMEncoder
 from ..models.encoder import SentenceEncoder, pool
@@ -53,51 +53,12 @@ from ..rng import SecretGenerator, derive_seed, seeded_torch
 from ..schemes import for_finetune_mode
 from .batching import bucket_batches, count_batches, pad
 from .losses import targets_from_labels, task_loss
+from .settings import FinetuneConfig, GridSettings  # noqa: F401 (re-exported)
 from .trainer import linear_warmup
 
 MODES = FINETUNE_MODES
 ENCODERS = FINETUNE_ENCODERS
 PRIVATIZE_CHUNK = 256
-
-
-@dataclass(frozen=True)
-class FinetuneConfig:
-    """One fine-tuning run. Learning rates: ``lr`` transformer body, ``lstm_lr`` BiLSTM body, ``head_lr`` heads."""
-
-    mode: str
-    encoder: str = "transformer"
-    eta: float | None = None
-    epochs: int = 3
-    batch_size: int = 32
-    lr: float = 5e-5
-    lstm_lr: float = 1e-3
-    head_lr: float = 1e-3
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.1
-    lstm_hidden: int = 256
-    dropout: float = 0.1
-    seed: int | None = None
-    bf16: str = "auto"
-
-    def __post_init__(self) -> None:
-        require_choice("mode", self.mode, MODES)
-        resolve_bf16(self.bf16)  # validate the choice
-        require_choice("encoder", self.encoder, ENCODERS)
-        if self.mode == "null":
-            if self.eta is not None:
-                raise PrivnluError("mode 'null' takes no eta")
-        elif self.eta is None:
-            raise PrivnluError(f"mode '{self.mode}' needs an eta")
-        else:
-            check_eta(self.eta)
-        if self.mode == "sequence" and self.encoder == "bilstm":
-            raise PrivnluError("mode 'sequence' needs a pretrained user-side encoder; use --encoder transformer")
-        require_at_least_one(self, "epochs", "batch_size", "lstm_hidden")
-        require_learning_rate(self.lr, self.lstm_lr, self.head_lr)
-
-    @property
-    def body_lr(self) -> float:
-        return self.lr if self.encoder == "transformer" else self.lstm_lr
 
 
 @dataclass
@@ -407,20 +368,6 @@ def budget(train_size: int, batch_size: int, epochs: int) -> dict:
 
 
 # -- the grid of ``privnlu dchi finetune``: one results JSON and model folder per (encoder, mode, eta) -------------
-
-@dataclass(frozen=True)
-class GridSettings:
-    """What a ``dchi finetune`` grid shares: the task and its data, and the runs' budget."""
-
-    task: str
-    model: str | None = None
-    data_dir: str | None = None
-    train_limit: int | None = None
-    dev_limit: int | None = None
-    max_length: int = 128
-    tag: str = ""
-    device: str = "cpu"
-
 
 def grid_configs(modes: list[str], encoders: list[str], etas: tuple[float, ...], *, epochs: int,
                  sequence_epochs: int | None = None, lstm_epochs: int | None = None, log=lambda s: None,
