@@ -220,7 +220,7 @@ def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Co
            "pair_accuracy": {net: {**acc, "release": release_pair_accuracy(attack.scores[net], member, attack.graph_edges)}
                              for net, acc in attack.pair_accuracy.items()},
            "graph_neighbours": attack.config.graph or None,
-           "attacker_config": asdict(attack.config)}  # the attacker's own settings (session 14: records say which attack ran)
+           "attacker_config": asdict(attack.config)}  # the attacker's own settings: the record says which attack ran
     for r in results:
         s = score_reconstruction(r.recovered, r.clusters, member, private_x)
         if r.sentence_index is not None and candidates is not None and private_texts is not None:

@@ -87,11 +87,11 @@ class ReconstructionConfig:
     mlp_epochs: int = 3
     sim_max_n: int = 200  # examples per simulated release (pair statistics do not depend on n; bounds memory)
     graph: int = 0  # 0: score all pairs; > 0: only a k-NN graph with this many neighbours per encoding
-    nmf_support: int = 64  # sparse nmf: groups per encoding (session 6: 64; 32 lost 3 points at n = 100)
+    nmf_support: int = 64  # sparse nmf: groups per encoding (32 recovered less at n = 100)
     nmf_seeds: str = "clique"  # the groups nmf starts from: clique growth, or the paper's greedy rule
-    nmf_repair_iters: int = 50  # nmf iterations after duplicate groups are re-seeded (0: no repair; session 8)
+    nmf_repair_iters: int = 50  # nmf iterations after duplicate groups are re-seeded (0: no repair)
     nmf_repair_start: str = "seeds"  # the repair restarts every group from its seed, or only the re-seeded ("warm")
-    nmf_repair_rounds: int = 1  # repair passes, each on the previous pass's groups (session 14)
+    nmf_repair_rounds: int = 1  # repair passes, each on the previous pass's groups
 
     def __post_init__(self) -> None:
         for name in ("hidden", "rank", "sim_releases", "sim_epochs", "pairs_per_release", "train_epochs", "ls_steps", "block"):

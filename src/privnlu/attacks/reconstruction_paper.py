@@ -11,7 +11,7 @@
   similarity scores"): :func:`paper_greedy_clusters`. A cluster grows one encoding at a time, always taking
   the encoding with the largest mean similarity ``s = P[share]`` to the current members, until it has
   ``k * epochs`` members (the paper's ``2n`` for k = 2); the audit then drops members whose mean similarity
-  to the others is below 1/2. What the paper leaves open, we chose (docs/decisions.md, issue 11): clusters
+  to the others is below 1/2. What the paper leaves open, we chose (docs/design/reconstruction-attack.md): clusters
   are grown one after another; the seed is the encoding in the fewest clusters so far, most similar to all
   others first; an encoding may join at most ``k`` clusters (it holds ``k`` originals); a member the audit
   dropped may still join other clusters but does not seed one (else a group split by the audit would be

@@ -2,7 +2,7 @@
 
 Clique growth can split one original's encodings into two seed groups (at k = 1 the pair network calls 12 % of
 the identical pairs "different" on a CoLA release). Symmetric NMF then keeps two columns on that original, and an
-original with no seed stays unfound: on the CoLA (1, 1) release of docs/results_attacks.md nmf found only 96
+original with no seed stays unfound: on a CoLA (1, 1) release nmf once found only 96
 originals, with 4 groups on an original that another group already had. The repair frees every group that shares at least half its members with an earlier group and
 seeds it anew on the encodings that sit in fewer than ``k`` groups (each encoding mixes ``k`` originals, so the
 encodings of an unfound original are exactly the under-covered ones): the under-covered encoding with the most

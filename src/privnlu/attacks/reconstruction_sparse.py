@@ -270,7 +270,7 @@ def nmf_sparse_factor(affinity: sp.csr_matrix, H: sp.csr_matrix, *, iters: int =
     # the row of every stored entry, CSR order: only the scipy products read it
     rows = None if kernels.AVAILABLE else np.repeat(np.arange(work.shape[0]), np.diff(work.indptr))
     for _ in range(iters):
-        if kernels.AVAILABLE:  # the same products, compiled (1.6x per iteration at n = 1,000, docs/results_attacks.md)
+        if kernels.AVAILABLE:  # the same products, compiled (faster per iteration: benchmarks/bench_nmf_kernels.py)
             num, den = kernels.masked_product(A, work), kernels.gram_product(work)
         else:
             num, den = _product_on_support(A, work, rows), _gram_on_support(work, rows)

@@ -207,7 +207,7 @@ def best_match(recovered: list[list[int]], true: list[int]) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m privnlu.attacks.text_recovery``: the batch-size x TextHide table of docs/results_federated.md."""
+    """``python -m privnlu.attacks.text_recovery``: the batch-size x TextHide table of text recovered from federated joint-mode messages."""
     import argparse
 
     from ..federated.config import FederatedConfig

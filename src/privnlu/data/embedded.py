@@ -132,7 +132,7 @@ def load_wiki(split: str = "all", *, limit: int | None = None) -> TextDataset:
     return TextDataset(name="wiki", split=split, texts_a=texts, labels=[0] * len(texts), label_names=("unlabelled",))
 
 
-# --- public corpora for TextHide-inter (issue 10): unlabelled sentences, larger than the private set -------------
+# --- public corpora for TextHide-inter: unlabelled sentences, larger than the private set -------------
 
 def _unlabelled(name: str, texts: list[str], limit: int | None) -> TextDataset:
     texts = texts[:limit] if limit is not None else texts

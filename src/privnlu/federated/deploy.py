@@ -1,6 +1,6 @@
 """Real deployments: write a Flower app for privnlu's apps and submit it with Flower's ``flwr run``.
 
-The processes are Flower's own (see docs/federated.md)::
+The processes are Flower's own (see docs/design/federated.md)::
 
     flower-superlink --insecure                                   # the server machine
     flower-supernode --insecure --superlink SERVER:9092 \\

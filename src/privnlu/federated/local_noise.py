@@ -7,7 +7,7 @@ client's :class:`~privnlu.rng.SecretGenerator`). Unlike server-side DP-FedSGD (`
 noise is added after the server has received the raw gradients, this noise is on the wire. It must be
 dense: noise added only to the non-zero rows would still show which rows (which token ids) are non-zero.
 No DP guarantee is claimed for it here (the per-round epsilon of one client's message would be that of a
-Gaussian mechanism with sensitivity ``2C`` and noise ``zC``); docs/results_federated.md measures what it
+Gaussian mechanism with sensitivity ``2C`` and noise ``zC``); docs/papers/huang2020.md measures what it
 does to the embedding-gradient attack.
 """
 

@@ -3,7 +3,7 @@
 Joint mode fine-tunes the encoder but, by default, not its lookup tables (word, position and
 token-type embeddings): the gradient of a lookup table ``E`` is ``dL/dE[v] = sum_{(b,p): x_bp = v} dL/de_bp``,
 non-zero exactly in the rows of the ids in the batch, so a client sending it sends its bag of words
-(issue 12; Melis et al. 2019). Frozen tables are not parameters of the federated model and never go on
+(Melis et al. 2019). Frozen tables are not parameters of the federated model and never go on
 the wire; ``train_embeddings`` restores the old, leaking behaviour.
 
 Parameters travel as one Flower ``ArrayRecord`` keyed ``head.<name>`` and

@@ -24,7 +24,7 @@ different participant lists, or a list of one) are out of scope, as in SecAgg's 
 
 What it protects: no single client's gradient is visible, to the server or on the wire. What it does
 not: the *sum* is revealed, and the embedding-gradient leak of the sum is the union of all
-participants' token sets (see docs/federated.md).
+participants' token sets (see docs/design/federated.md).
 """
 
 from __future__ import annotations

@@ -207,7 +207,7 @@ def _restore(path: Path, cfg: FederatedConfig, model, strategy) -> tuple[int, li
     saved = blob.get("config")
     if isinstance(saved, dict):  # a checkpoint from before a setting existed ran with that setting's default
         if "train_embeddings" not in saved and saved.get("mode") == "joint":
-            saved = {**saved, "train_embeddings": True}  # joint mode trained the embedding tables before issue 12
+            saved = {**saved, "train_embeddings": True}  # checkpoints that predate the setting trained the tables
         defaults = _resume_key(FederatedConfig(task=cfg.task))
         saved = {**{k: v for k, v in defaults.items() if k not in saved}, **saved}
     if saved != _resume_key(cfg):

@@ -37,7 +37,7 @@ multiplier ``z / sqrt(n)``); the Laplace by bisection over :func:`composed_epsil
 raised until the accounted epsilon is at most the target. ``paper``: one encoding only, as the paper's
 Theorems 3 and 4 calibrate it (:func:`paper_mechanism`): Laplace scale ``2C / epsilon`` on L2-clipped vectors,
 Gaussian ``sigma = C (1 + sqrt(2 ln(1/delta))) / epsilon`` (sensitivity ``C``; the reading of Theorem 4 chosen
-in docs/dp_encoding.md): **not a valid DP guarantee** for the release; privnlu then reports the epsilon the
+in docs/design/dp-instance-encoding.md): **not a valid DP guarantee** for the release; privnlu then reports the epsilon the
 release really has.
 
 **Masks.** The paper's Algorithm 1 applies no sign mask: its scheme is ``m = 0`` here (``DP-IE``). With
@@ -68,7 +68,7 @@ PAPER_EPSILONS = (0.1, 1, 2, 4, 8, 10, 15, 20)
 NOT_DP = "not a valid DP guarantee"
 
 
-#: limits of what privnlu calibrates and accounts (docs/dp_encoding.md, "Limits"): above MAX_EPSILON a guarantee
+#: limits of what privnlu calibrates and accounts (docs/design/dp-instance-encoding.md): above MAX_EPSILON a guarantee
 #: means nothing; below MIN_DELTA the accountant's truncated tail mass exceeds delta; MAX_PARTICIPATIONS keeps the
 #: numbers meaningful (the RDP/closed-form bounds answer any count in milliseconds)
 MAX_PARTICIPATIONS = 10 ** 9
@@ -349,7 +349,7 @@ def _bisect(eps_at, epsilon: float, lo: float, hi: float) -> float:
 
 
 THEOREM4_READINGS = ("std", "variance")
-#: the reading of Theorem 4 that the ``paper`` calibration uses (docs/dp_encoding.md says why)
+#: the reading of Theorem 4 that the ``paper`` calibration uses (docs/design/dp-instance-encoding.md says why)
 THEOREM4_READING = "std"
 
 

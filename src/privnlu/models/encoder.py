@@ -10,7 +10,7 @@ The sentence representation ``h(x)`` is one of
 ``auto`` (the default) picks the model's own: the pooling of a sentence-transformers folder's
 ``modules.json`` / ``1_Pooling/config.json`` when it has one (mean for the packaged all-MiniLM-L6-v2,
 which was trained for it), else ``cls``. For the packaged model this is also the measured better choice:
-a frozen head on mean-pooled features beats ``cls`` on SST-2 and MRPC (docs/decisions.md, issue 10).
+a frozen head on mean-pooled features beats ``cls`` on SST-2 and MRPC (docs/design/training-and-features.md).
 """
 
 from __future__ import annotations

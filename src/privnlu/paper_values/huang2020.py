@@ -103,7 +103,7 @@ def mean_reduction(variant: str = "texthide-intra", rows: list[str] | None = Non
     """The mean of (baseline - variant) over Table 1 cells that have both numbers.
 
     With ``rows=None`` every number of the table counts (two per MRPC, STS-B, QQP and MNLI cell): that gives 1.87
-    for intra, the paper's "1.9"; one primary metric per task gives 2.14 (see docs/results.md).
+    for intra, the paper's "1.9"; one primary metric per task gives 2.14 (see docs/papers/huang2020.md).
     """
     from . import lookup
 

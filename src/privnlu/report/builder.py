@@ -124,7 +124,7 @@ def _fails(render, rec: dict) -> bool:
 
 
 def markdown_report(paths: list[str | Path]) -> str:
-    """The sections that have a Markdown form, as text (for docs/results.md)."""
+    """The sections that have a Markdown form, as text (for the documentation pages, :mod:`.docs`)."""
     records = load_results(paths)
     bodies, _ = _render_all(records, lambda sec, recs: sec.markdown(recs) if sec.markdown else None)
     return "\n".join(f"### {sec.title}\n\n{body}\n" for sec, body in bodies)

@@ -217,7 +217,7 @@ def table45(records: list[dict]) -> list[dict]:
     from collections import defaultdict
 
     by: dict[tuple, dict[int, float]] = defaultdict(dict)
-    floor: dict[str, float] = {}  # task -> the dev accuracy of the majority class (records since session 10)
+    floor: dict[str, float] = {}  # task -> the dev accuracy of the majority class (where the records state it)
     for r in records:
         if r.get("kind") != "dchi_finetune" or r.get("seed") is None:
             continue

@@ -4,7 +4,7 @@ The paper chose learning rate, epochs, batch size and dropout "based on the vali
 training set)", never on dev. Here each candidate trains on the other 90 % and is evaluated after every epoch on
 the held-out 10 % and on dev; the (candidate, epoch) with the best held-out score is chosen and its dev score,
 at that epoch, is reported. Dev plays no part in the choice; its per-epoch scores are the learning curve the
-report draws. (The chosen model is not retrained on 100 % of train: see docs/decisions.md, issue 10.)
+report draws. (The chosen model is not retrained on 100 % of train: docs/design/results-and-reproducibility.md.)
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from .losses import task_loss
 #: How dev representations are presented at evaluation. They are never mixed (k = 1).
 #: "pool": each is masked with a mask from the training pool, as the data owner encodes its
 #: own queries with its key (the reference code's behaviour; privnlu's default, because a head
-#: trained on masked inputs scores at chance on unmasked ones, see docs/results.md).
+#: trained on masked inputs scores at chance on unmasked ones, docs/papers/huang2020.md).
 #: "none": raw representations.
 
 
