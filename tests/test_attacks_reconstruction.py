@@ -299,7 +299,7 @@ def test_cli_reconstruct_plain_and_dp(capsys, tmp_path, tiny_model, toy_glue):
     rec = json.loads(out.read_text())
     assert rec["kind"] == "attack" and rec["recipe"] is None and set(rec["conditions"]) == {"m0-k1", "m1-k2"}
     assert set(rec["conditions"]["m0-k1"]["methods"]) == {"paper-greedy", "threshold", "clique", "nmf"}
-    # no defence: far above chance (1/12). Since the release is shuffled as a whole (issue 13), this toy setting
+    # no defence: far above chance (1/12). With the release shuffled as a whole, this toy setting
     # (tiny random model, 12 originals) gives 75-83 % over seeds 0-4 (it gave 83-100 % in epoch order)
     assert rec["conditions"]["m0-k1"]["methods"]["nmf"]["success"] >= 70
     assert main(["attack", "reconstruct", *base, "--conditions", "16:2", "--dp-mechanism", "laplace", "--dp-epsilon", "8",
@@ -321,7 +321,7 @@ def test_xie2021_recipe_holds_the_papers_settings():
     assert xie2022.PAPER_EPSILONS == (0.1, 1, 2, 4, 8, 10, 15, 20) and xie2022.ATTACK_CONDITION == "16:4"
 
 
-# -- issue 11: the paper's clustering rule and pair network, strict metrics, the k-NN graph -----------------------
+# -- the paper's clustering rule and pair network, strict metrics, the k-NN graph -----------------------
 def planted(n_groups=8, per=30, k=2, seed=0):
     """Encodings each holding k of n_groups originals (every original in exactly k * per of them: each block of
     n_groups encodings holds every original once per slot), the membership, and a similarity in [0, 1]: high for

@@ -1,4 +1,4 @@
-"""Issue 14: bad input and faults. Every bad input is one line and exit code 2, before any work starts, with no
+"""Bad input and faults. Every bad input is one line and exit code 2, before any work starts, with no
 traceback and no file left behind; stale, corrupt and incomplete results are handled; SIGTERM leaves no
 temporary file; mechanisms refuse non-finite input and never show a key in a repr.
 
@@ -273,7 +273,7 @@ def test_every_command_with_a_result_file_has_force(parser):
 
 
 def test_existing_result_file_is_refused_without_force(capsys, tmp_path, monkeypatch):
-    """Issue 15 section 1: an earlier result is never silently replaced (attack, dchi-analyze, calibrate-eta,
+    """An earlier result is never silently replaced (attack, dchi-analyze, calibrate-eta,
     gradient-attack, dp account/audit, encode, privatize all write one file)."""
     monkeypatch.chdir(tmp_path)
     old = tmp_path / "result.json"
@@ -732,7 +732,7 @@ def test_every_command_has_quiet_and_it_silences_progress_bars(monkeypatch, caps
 
 
 def test_progress_bars_in_a_log_are_plain_lines():
-    """Issue 15 section 3: a non-terminal stderr (a nohup log) gets one line per progress update."""
+    """A non-terminal stderr (a nohup log) gets one line per progress update."""
     import io
 
     from tqdm import tqdm

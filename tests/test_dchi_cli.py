@@ -119,7 +119,7 @@ def test_cli_blank_lines_stay_blank(capsys, tmp_path, tiny_model):
 
 
 def test_cli_warns_when_a_release_leaves_almost_every_token_intact(capsys, tmp_path, tiny_model, infile):
-    """Issue 15: an eta so large that M_txt returns the text unchanged is flagged, pointing to calibrate-eta."""
+    """An eta so large that M_txt returns the text unchanged is flagged, pointing to calibrate-eta."""
     out = tmp_path / "out.txt"
     code, err = run_cli(capsys, "dchi", "privatize", str(infile), "--out", str(out), "--eta", "1e9", "--model", str(tiny_model))
     assert code == 0 and "hides almost nothing" in err and "dchi calibrate" in err

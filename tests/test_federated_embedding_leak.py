@@ -1,4 +1,4 @@
-"""Issue 12: the embedding-gradient leak in federated joint mode, its detector, attack and defences.
+"""The embedding-gradient leak in federated joint mode, its detector, attack and defences.
 
 Tiny random-init BERT (bert-base-uncased vocabulary): the leak is structural (a lookup table's gradient is
 non-zero exactly in the rows of the batch's ids), so no pretrained weights are needed to show or stop it.

@@ -1,4 +1,4 @@
-"""Standard artefacts beyond `privnlu train` (issue 15, section 5): the model folders of `dchi finetune`, `dchi
+"""Standard artefacts beyond `privnlu train`: the model folders of `dchi finetune`, `dchi
 pretrain` and `federated`, their cards, and `privnlu predict` on them."""
 
 from __future__ import annotations

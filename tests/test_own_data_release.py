@@ -1,4 +1,4 @@
-"""A user's own CSV/JSONL end to end: encode it, then attack it directly and through --payload (issue 13, section 6).
+"""A user's own CSV/JSONL end to end: encode it, then attack it directly and through --payload.
 
 Also: the shared file carries no local path and no epoch order, and `encode` checks --split before any work.
 """

@@ -1,4 +1,4 @@
-"""Packaging fits a user's environment (issue 15, section 4)."""
+"""Packaging fits a user's environment."""
 
 import os
 import subprocess

@@ -1,4 +1,4 @@
-"""Standard artefacts (issue 15, section 5): a train run's model in the Hugging Face layout, its model card, and
+"""Standard artefacts: a train run's model in the Hugging Face layout, its model card, and
 ``privnlu predict`` (CLI and ``privnlu.training.predict.load``)."""
 
 import json

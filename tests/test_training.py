@@ -76,7 +76,7 @@ def test_resume_continues_and_keeps_key(tiny_model, tmp_path):
 
 def test_joint_runs_start_from_the_pretrained_encoder_and_leave_it_untouched(tiny_model, tmp_path):
     # a recipe trains baseline, intra and inter on one ``Prepared``: each must fine-tune its own copy of the encoder
-    # (until session 7 every run after the first started from the previous run's fine-tuned encoder)
+    # (every run starts from the pretrained encoder, never from the previous run's fine-tuned one)
     enc = load_encoder(tiny_model)
     before = {k: v.detach().clone() for k, v in enc.state_dict().items()}
     spec = get_task("sst2")
