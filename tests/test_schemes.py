@@ -211,3 +211,29 @@ def test_the_comparison_count_sees_a_comparison(tmp_path):
 
 def test_math_inf_pool():
     assert schemes.create("texthide", m="inf").m == math.inf and not schemes.create("texthide", m="inf").key_material
+
+
+def test_every_scheme_trains_from_the_command_line_and_its_model_predicts(tiny_model, toy_glue, tmp_path, capsys):
+    """``train --scheme`` takes each scheme of the registry; a d_chi model privatizes each query as its dev set was;
+    the old spelling ``--scheme texthide --inter`` still works with one notice."""
+    from privnlu.cli.main import main
+    from privnlu.training.predict import load
+
+    base = ["train", "--task", "sst2", "--data-dir", str(toy_glue), "--model", str(tiny_model), "--cache-dir",
+            str(tmp_path / "c"), "--epochs", "1", "--batch-size", "8", "--quiet", "--public-size", "50"]
+    for name, extra in (("none", []), ("texthide", ["--m", "4", "--k", "2"]), ("texthide-inter", ["--k", "2"]),
+                        ("dp-ie", ["--dp-epsilon", "8"]), ("dchi-text", ["--eta", "50"]),
+                        ("dchi-token", ["--eta", "50"]), ("dchi-sequence", ["--eta", "50"])):
+        out = tmp_path / name
+        assert main([*base, "--scheme", name, *extra, "--out", str(out)]) == 0, name
+        model = load(out)
+        rows = model.predict(["a fine good film"])
+        assert rows[0]["prediction"] in ("0", "1"), name
+        assert ("privatized on the user's side" in model.describe()) == (schemes.get(name).release == "once"), name
+    capsys.readouterr()
+    assert main([*base, "--scheme", "texthide", "--inter", "--k", "2", "--out", str(tmp_path / "old")]) == 0
+    err = capsys.readouterr().err
+    assert "--scheme texthide --inter is deprecated" in err and "texthide-inter" in err
+    import json
+
+    assert json.loads((tmp_path / "old" / "result.json").read_text())["variant"] == "texthide-inter"

@@ -53,13 +53,13 @@ def scheme_from_args(args: argparse.Namespace, name: str | None = None) -> Schem
     from ..schemes import canonical, create, get, options
 
     name = canonical(name or args.scheme)
-    given = {o.dest: getattr(args, o.dest, None) for o in get(name).options()}
-    if getattr(args, "inter", False) and "inter" not in given:
+    if getattr(args, "inter", False) and "inter" not in {o.dest for o in get(name).options()}:
         if name != canonical("texthide", warn=False):
             raise PrivnluError(f"--inter mixes in a public corpus; scheme {name} takes no --inter")
         say("privnlu: --scheme texthide --inter is deprecated and will be removed in the next release; use "
             "--scheme texthide-inter")
-        name = "texthide-inter"
+        name, args.inter = "texthide-inter", False
+    given = {o.dest: getattr(args, o.dest, None) for o in get(name).options()}
     unused = [o.flags[0] for o in options() if o.dest not in given and getattr(args, o.dest, None) not in (None, False)]
     if unused:
         raise PrivnluError(f"scheme {name} takes no {', '.join(unused)}")

@@ -54,6 +54,7 @@ def export_run_model(
             "m": record["m"],
             "k": record["k"],
             "inter": record["inter"],
+            "eta": spec.get("eta"),
             "eval_mask": train["eval_mask"],
             "abs_input": cfg["abs_input"],
             "key_required": needs_key,

@@ -45,7 +45,8 @@ from ..models.encoder import SentenceEncoder, load_encoder
 from ..models.features import extract_features
 from ..models.saving import HEAD_DIR, PIPELINE_FILE, key_check, load_head, read_pipeline
 from ..rng import SecretGenerator
-from ..schemes import from_record
+from ..data.dataset import TextDataset
+from ..schemes import Scheme, from_record
 
 if TYPE_CHECKING:
     from ..mechanisms.dchi import TokenSpace
@@ -82,6 +83,9 @@ class Predictor:
     hider: TextHide | None = field(repr=False)
     device: str = "cpu"
     key_source: str | None = None  # where the key came from ("--key", "run folder") or None
+    #: a scheme that releases once (d_chi): each query is privatized on the user's side as the dev set was
+    release: Scheme | None = field(default=None, repr=False)
+    rng: SecretGenerator | None = field(default=None, repr=False)
 
     @property
     def labels(self) -> list[str]:
@@ -101,6 +105,8 @@ class Predictor:
         scheme = from_record(p)
         private = scheme.release != "none"
         model = f"{self.pipeline['label']} ({self.pipeline['mode']}, {enc['name']})"
+        if self.release is not None:
+            return f"{model}; each query privatized on the user's side with {scheme.describe()}, fresh noise"
         if self.hider is None:
             how = "raw sentence representations" + (
                 " (as the federated server evaluated: the clients' pools never left them)"
@@ -136,6 +142,13 @@ class Predictor:
         x = extract_features(self.encoder, texts, pairs, max_length=int(enc["max_length"]), batch_size=batch_size,
                              bf16=bool(enc["bf16"]), progress=progress,
                              desc="predicting")
+        if self.release is not None:  # the provider sees only the user's privatized query
+            from ..mechanisms.dchi import TokenSpace
+
+            space = TokenSpace.from_model(self.encoder.model, self.encoder.tokenizer)
+            queries = TextDataset("queries", "predict", list(texts), [0] * len(texts), pairs)
+            x = self.release.release_features(self.encoder, space, queries, x, self.rng or SecretGenerator(),
+                                              max_length=int(enc["max_length"]), progress=False).features
         x = self.encode_queries(x)
         outs = [self.head(x[i: i + 1024].to(self.device)).float().cpu() for i in range(0, len(x), 1024)]
         return torch.cat(outs)
@@ -204,8 +217,11 @@ def load(run: str | Path, *, key: str | Path | None = None, model: str | Path | 
     encoder = _load_encoder(pipeline, model_dir, run_dir, model, device)
     if encoder.dim != int(pipeline["encoder"]["hidden_size"]):
         raise PrivnluError(f"the encoder has width {encoder.dim}, the head expects {pipeline['encoder']['hidden_size']}")
-    hider = _query_encoder(privacy, encoder.dim, pool[0] if pool else None, rng or SecretGenerator())
-    return Predictor(pipeline, encoder, head, hider, device, pool[1] if pool else None)
+    rng = rng or SecretGenerator()
+    hider = _query_encoder(privacy, encoder.dim, pool[0] if pool else None, rng)
+    scheme = from_record(privacy)
+    return Predictor(pipeline, encoder, head, hider, device, pool[1] if pool else None,
+                     release=scheme if scheme.release == "once" else None, rng=rng)
 
 
 def _load_key(privacy: dict, dim: int, key: str | Path | None, run_dir: Path | None) -> tuple[MaskPool, str] | None:
@@ -312,7 +328,6 @@ class DchiPredictor(Predictor):
 
     tokenizer: object = field(default=None, repr=False)
     space: TokenSpace | None = field(default=None, repr=False)
-    rng: SecretGenerator | None = field(default=None, repr=False)
 
     def describe(self) -> str:
         d, enc = self.pipeline["dchi"], self.pipeline["encoder"]
