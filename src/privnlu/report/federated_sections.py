@@ -72,7 +72,7 @@ def _gm_table(victim: str, rows: list[dict]) -> list[list[object]]:
         matched = _rate([bool(r["mask_matched"]) for r in rs if "mask_matched" in r])
         ok_if = _rate([bool(r["success"]) for r in rs if r.get("mask_matched")])
         ok_ifnot = _rate([bool(r["success"]) for r in rs if "mask_matched" in r and not r["mask_matched"]])
-        mixture = _rate([r["mixture_mse"] <= 1e-3 for r in rs if "mixture_mse" in r])
+        mixture = _rate([float(r["mixture_mse"]) <= 1e-3 for r in rs if "mixture_mse" in r])  # "inf" read back
         closed = _rate([bool(r["analytic_success"]) for r in rs if "analytic_success" in r])
         enc = _rate([bool(r["encoding_recovered"]) for r in rs if "encoding_recovered" in r])
         fmt = lambda v: "" if v is None else f"{v:.2f}"  # noqa: E731
