@@ -213,7 +213,7 @@ OUTPUTS: dict[tuple[str, str], tuple[str, str | None]] = {
     ("attack gradient", "out"): ("file", "runs/attacks/gradient_matching.json"),
     ("attack search", "out"): ("file", None), ("attack invert", "out"): ("file", None),
     ("attack reconstruct", "out"): ("file", None),
-    ("report", "out"): ("dir", None), ("reproduce", "out"): ("dir", "runs"), ("demo", "out"): ("dir", None),
+    ("report", "out"): ("dir", None), ("reproduce", "out"): ("dir", "results"), ("demo", "out"): ("dir", None),
 }
 #: options that name a folder privnlu writes into (a cache), on any command that has them
 OUTPUT_DESTS_ANYWHERE = {"cache_dir": "dir"}

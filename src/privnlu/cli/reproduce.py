@@ -151,6 +151,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("recipe options (each recipe takes some; --list shows which, and their defaults)")
     for dest, (flags, kw) in OPTIONS.items():
         g.add_argument(*flags, **({"dest": dest} | kw if "dest" not in kw else kw))
+    for a in p._actions:  # the ranges this module states itself (the catalogue's are added by options.finalize)
+        rng = getattr(a.type, "range", None)
+        if rng is not None and a.help and "range:" not in a.help:
+            a.help += f"; range: {rng.text()}"
     g.add_argument("--quick", action="store_const", const="quick", dest="scale", help="same as --scale quick")
     p.set_defaults(func=run)
 
