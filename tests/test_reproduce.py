@@ -154,3 +154,33 @@ def test_points_after_others_run_after_them_and_recipes_name_unique_files():
     pt = registry.get("qu2021-table6-7").points(registry.get("qu2021-table6-7").defaults)
     assert [p.name for p in pt[:4]] == ["pretrain_denoising-1000", "pretrain_denoising-4000",
                                         "pretrain_text-denoising-1000", "pretrain_text-denoising-3000"]
+
+
+def test_derived_recipes_read_their_source_records_and_refuse_a_missing_one(tmp_path, monkeypatch, capsys):
+    from privnlu.report import markdown_report
+
+    monkeypatch.chdir(tmp_path)
+    row = lambda d, seed, ok: {"victim": "hidden", "d": d, "k": 1, "seed": seed, "success": ok, "mse": 1e-6 if ok else 0.5,  # noqa: E731
+                               "curve": [[20, 1.0, 0.5, 0.1], [40, 1e-3 if ok else 0.9, 1e-6 if ok else 0.5, 1e-7]]}
+    t2 = {"kind": "gradient_attack", "source": "sweep", "victim": "hidden", "task": "sst2", "trials": 2, "dims": [4, 16],
+          "ks": [1], "config": {"iterations": 40, "seed": 0}, "rows": [row(16, 3, False), row(4, 1, True), row(4, 2, False)]}
+    (tmp_path / "t2").mkdir()
+    (tmp_path / "t2" / "d4-k1.json").write_text(json.dumps(t2))
+    assert main(["reproduce", "huang2020-figure3", "--source", "missing", "--out", "f3"]) == 2
+    assert "run `privnlu reproduce huang2020-table2` first" in capsys.readouterr().err
+    assert main(["reproduce", "huang2020-table4", "--source", "missing", "--out", "t4"]) == 2
+    assert "run `privnlu reproduce huang2020-table3` first" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t2"]  # refused before any work
+    assert main(["reproduce", "huang2020-figure3", "--source", "t2", "--out", "f3"]) == 0
+    fig = json.loads((tmp_path / "f3" / "curves.json").read_text())
+    assert [(r["outcome"], r["d"], r["seed"]) for r in fig["rows"]] == [("succeeded", 4, 1), ("failed", 4, 2)]
+    assert "a successful and a failed attack" in markdown_report([tmp_path / "f3"])
+    example = {"query_number": 0, "query": "q", "query_label": 1, "retrieved": "q", "retrieved_label": 1, "exact": True}
+    search = {"kind": "attack", "attack": "search", "task": "cola", "n_queries": 5, "experiment_seed": 0,
+              "conditions": {"baseline": {"m": "0", "k": 1, "metrics": {}, "examples": [example]}}}
+    (tmp_path / "t3").mkdir()
+    (tmp_path / "t3" / "search_cola.json").write_text(json.dumps(search))
+    assert main(["reproduce", "huang2020-table4", "--tasks", "cola", "--source", "t3", "--out", "t4"]) == 0
+    ex = json.loads((tmp_path / "t4" / "examples_cola.json").read_text())
+    assert ex["attack"] == "search-examples" and ex["conditions"]["baseline"]["examples"] == [example]
+    assert "| 0 | q | 1 | baseline | q | 1 | yes |" in markdown_report([tmp_path / "t4"])

@@ -126,13 +126,19 @@ def _fig3_run(o: dict, point: Point, ctx: RunContext) -> dict:
             "attacks_at_k1": len(rows), "rows": chosen}
 
 
+def _fig3_check(o: dict) -> None:
+    src = _fig3_source(o)
+    require(src.is_dir() and any(src.glob("*.json")), f"huang2020-figure3 draws the curves of huang2020-table2's attacks: "
+                                                      f"{src} holds none (run `privnlu reproduce huang2020-table2` first)")
+
+
 register(Recipe(
     "huang2020-figure3", PAPER, "figure3",
     "TextHide Figure 3: gradient distance, MSE(x', x) and MSE(s', sigma) over the iterations of a successful and a "
     "failed attack at k = 1, from huang2020-table2's recorded curves",
     {"victim": "hidden", "source": None}, _fig3_points, _fig3_run,
     lambda r: {"victim": r["victim"], "source": r["from"], "k": r["k"]},
-    variant=lambda o: "" if o["victim"] == "hidden" else o["victim"]))
+    variant=lambda o: "" if o["victim"] == "hidden" else o["victim"], check=_fig3_check))
 
 
 # -- Tables 3, 4, 7, 8: similarity search and representation inversion ------------------------------------------
@@ -270,15 +276,19 @@ def _examples_run(o: dict, point: Point, ctx: RunContext) -> dict:
     retrieved itself, the first that did."""
     from ..io import read_json
 
-    src = Path(point.settings["source"])
-    if not src.exists():
-        raise PrivnluError(f"huang2020-table4 shows the example queries of huang2020-table3's search: {src} does not "
-                           "exist (run `privnlu reproduce huang2020-table3` first)")
-    r = read_json(src)
+    r = read_json(point.settings["source"])
+    src = point.settings["source"]
     return {"kind": "attack", "attack": "search-examples", "task": r["task"], "from": str(src),
             "n_queries": r["n_queries"], "experiment_seed": r.get("experiment_seed"), "pooling": r.get("pooling"),
             "corpus": r.get("corpus"), "corpus_size": r.get("corpus_size"),
             "conditions": {c: {**pick(v, "m", "k"), "examples": v.get("examples", [])} for c, v in r["conditions"].items()}}
+
+
+def _examples_check(o: dict) -> None:
+    for p in _examples_points(o):
+        if not Path(p.settings["source"]).exists():
+            raise PrivnluError(f"huang2020-table4 shows the example queries of huang2020-table3's search: "
+                               f"{p.settings['source']} does not exist (run `privnlu reproduce huang2020-table3` first)")
 
 
 register(Recipe(
@@ -286,7 +296,7 @@ register(Recipe(
     "TextHide Table 4: example queries of the similarity search and what each condition retrieved, from "
     "huang2020-table3's records",
     {"tasks": ("cola", "sst2"), "source": None}, _examples_points, _examples_run,
-    lambda r: {"task": r["task"], "source": r["from"]}))
+    lambda r: {"task": r["task"], "source": r["from"]}, check=_examples_check))
 
 
 # -- federated text recovery (beyond the paper) ------------------------------------------------------------------
