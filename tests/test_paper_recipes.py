@@ -75,6 +75,14 @@ def test_table1_selects_on_holdout_records_curves_and_resumes(tmp_path, cli):
     assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no scratch left behind
 
 
+def test_training_points_run_in_worker_processes(tmp_path, cli):
+    opts = ("--scale", "quick", "--tasks", "sst2", "--public", "wiki", "--epochs", "1", "--batch-size", "8")
+    assert cli("huang2020-table1", tmp_path / "p", *opts, "--jobs", "2") == 0
+    recs = _records(tmp_path / "p")
+    assert len(recs) == 3 and all(r["selection"]["chosen_epoch"] == 1 for r in recs.values())
+    assert not [p.name for p in (tmp_path / "p").iterdir() if p.name.startswith(".")]
+
+
 def test_an_interrupted_selection_reads_back_its_finished_candidate(tmp_path, cli, monkeypatch):
     """An interrupted selection loses at most one epoch: finished candidates are kept beside the output."""
     from privnlu.training import selection

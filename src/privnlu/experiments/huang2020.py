@@ -177,14 +177,26 @@ def _n_train(task: str, limit: int | None, data_dir: str | None) -> int:
     return len(get_task(task).load("train", data_dir).head(limit))
 
 
+def sized(spec: RunSpec, sc: Scale, ctx: RunContext) -> tuple[RunSpec, int | None]:
+    """The spec with its inter public corpus sized to the private data (and that size; None without inter)."""
+    if not spec.inter:
+        return spec, None
+    n_pub = public_size(_n_train(spec.task, spec.train_limit, ctx.data_dir), spec.public, sc.min_public)
+    return replace(spec, public_size=n_pub), n_pub
+
+
+def warm_features(specs: list[RunSpec], sc: Scale, ctx: RunContext) -> None:
+    """Fill the feature cache for frozen-mode runs once, before worker processes start (each would compute them)."""
+    for spec in specs:
+        if spec.mode == "frozen":
+            prepared(sized(spec, sc, ctx)[0], ctx)
+
+
 def selected_run(spec: RunSpec, sc: Scale, group: str, ctx: RunContext) -> dict:
     """One run with hyperparameters selected on held-out train (its inter public corpus sized to the data)."""
     from ..training.selection import select_and_run
 
-    n_pub = None
-    if spec.inter:
-        n_pub = public_size(_n_train(spec.task, spec.train_limit, ctx.data_dir), spec.public, sc.min_public)
-        spec = replace(spec, public_size=n_pub)
+    spec, n_pub = sized(spec, sc, ctx)
     spec, prep = prepared(spec, ctx)
     return select_and_run(candidates(spec, len(prep.train), sc), prep, out=ctx.scratch, progress=ctx.progress,
                           group=group, extra={"scale": sc.name, "budget": budget(sc), "n_public": n_pub})
@@ -219,7 +231,8 @@ def _training_recipe(name: str, artefact: str, title: str, defaults: dict, specs
         return selected_run(spec, sc, group, ctx)
 
     return register(Recipe(name, PAPER, artefact, title, defaults, points, run, selected_settings,
-                           variant=lambda o: o["mode"], check=check or (lambda o: None)))
+                           variant=lambda o: o["mode"], check=check or (lambda o: None),
+                           warm=lambda o, ctx: warm_features(specs(o), scale(o), ctx)))
 
 
 def _check_public(corpora: tuple[str, ...]) -> None:

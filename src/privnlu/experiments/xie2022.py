@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..errors import require
-from .huang2020 import BUDGET, base_spec, prepared, repeat_name, repeats, scale, spec_settings
+from .huang2020 import BUDGET, base_spec, prepared, repeat_name, repeats, scale, spec_settings, warm_features
 from .registry import ALIASES, Point, Recipe, RunContext, register
 from .xie2021 import attacker_config, release_run, release_settings, release_settings_of
 
@@ -106,7 +106,7 @@ register(Recipe(
     {"tasks": TASKS, "mode": "frozen", "mechanisms": MECHANISMS, "calibrations": CALIBRATIONS, "epsilons": EPSILONS,
      "masked": False, "noisy_queries": False, **BUDGET, "model": None, "seed": None, "repeats": (1, 1)},
     _figure1_points, _figure1_run, lambda r: {"spec": spec_settings(r["spec"], selected=False)},
-    variant=_variant, check=_check))
+    variant=_variant, check=_check, warm=lambda o, ctx: warm_features(_figure1_specs(o), scale(o), ctx)))
 
 
 # -- Figure 2 ----------------------------------------------------------------------------------------------------
