@@ -287,19 +287,6 @@ def test_table6_report_averages_repeated_runs_of_a_cell_and_lists_each():
     assert wiki["paper: acc."] == "-" and wiki["n public"] == 125
 
 
-def test_baseline_gets_the_same_step_floor_as_texthide_when_the_scale_says_so(base):
-    from dataclasses import replace
-
-    from privnlu.training.engine import with_scheme
-
-    matched = replace(TINY, min_baseline_steps=30)
-    hide = with_scheme(base, m=256, k=4)
-    # 72 examples / batch 8 = 9 steps per epoch: a floor of 30 steps needs 4 epochs
-    assert huang2020.epochs_for(base, 72, TINY) == 2 and huang2020.epochs_for(hide, 72, TINY) == 4
-    assert huang2020.epochs_for(base, 72, matched) == 4
-    assert huang2020.SCALES["cpu"].min_baseline_steps == huang2020.SCALES["cpu"].min_texthide_steps == 2000
-
-
 def test_figure2_report_sets_attack_success_against_epsilon_beside_the_papers_texthide_value():
     from privnlu.report.attack_sections import attack_reconstruction
     from privnlu.report.dp_attack_sections import dp_attack_md

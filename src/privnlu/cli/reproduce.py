@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import sys
 import time
 from pathlib import Path
 
@@ -20,10 +19,6 @@ from ..choices import SCALE_NAMES, parse_m
 from ..errors import PrivnluError
 from .common import int_list, m_list, positive_int, say
 from .options import POS_INT, Range
-
-#: options of the command itself (not settings of a recipe): never written into reproduce.sh
-RUN_OPTIONS = ("out", "jobs", "threads", "force", "dry_run", "data_dir", "cache_dir", "device", "quiet", "list")
-
 
 def _floats(text: str) -> tuple[float, ...]:
     try:
