@@ -179,7 +179,7 @@ def _n_train(task: str, limit: int | None, data_dir: str | None) -> int:
 
 def sized(spec: RunSpec, sc: Scale, ctx: RunContext) -> tuple[RunSpec, int | None]:
     """The spec with its inter public corpus sized to the private data (and that size; None without inter)."""
-    if not spec.inter:
+    if not spec.to_json().get("inter"):  # the record's fields, not the spec's scheme internals
         return spec, None
     n_pub = public_size(_n_train(spec.task, spec.train_limit, ctx.data_dir), spec.public, sc.min_public)
     return replace(spec, public_size=n_pub), n_pub
@@ -207,7 +207,8 @@ def train_points(specs: list[RunSpec], sc: Scale, o: dict) -> list[Point]:
     its mode and the repeat."""
     out = []
     for spec in specs:
-        public = "" if not spec.inter or spec.public == DEFAULT_PUBLIC else "-" + spec.public
+        inter = spec.to_json().get("inter")
+        public = "" if not inter or spec.public == DEFAULT_PUBLIC else "-" + spec.public
         for r in repeats(o):
             out.append(Point(repeat_name(f"{spec.label}{public}-{spec.mode}", r),
                              {"spec": spec_settings(spec.to_json(), selected=True), "budget": budget(sc)}))
