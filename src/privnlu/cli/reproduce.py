@@ -417,6 +417,21 @@ def _report(result: tuple[str, float, str]) -> None:
 
 # -- --list ----------------------------------------------------------------------------------------------------
 
+#: options whose unset default means "the scale's" (huang2020 and xie2022 training recipes)
+SCALE_SET = ("epochs", "batch_size", "lrs", "encoder_lrs", "train_limit")
+
+
+def _shown(dest: str, v, *, scaled: bool) -> str:
+    """An option's default as --list shows it."""
+    if dest == "repeats":
+        return f"{v[1]}" if v[0] == 1 else f"{v[0]}-{v[1]}"
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    if v is None:
+        return "(the scale's)" if scaled and dest in SCALE_SET else "(none)"
+    return _text(v)
+
+
 def listing(recipes: dict) -> str:
     """One block per recipe: name, paper and artefact, title, default folder and options with their defaults."""
     from ..experiments import registry
@@ -426,9 +441,7 @@ def listing(recipes: dict) -> str:
         opts = {k: v for k, v in r.defaults.items()}
         lines.append(f"{r.name}  [{r.paper}, {r.artefact}]  -> {r.folder(opts)}/")
         lines.append(f"    {r.title}")
-        shown = [f"{_flag(d)} {_text(v) if not isinstance(v, bool) else ('on' if v else 'off')}"
-                 for d, v in r.defaults.items() if v is not None]
-        shown += [f"{_flag(d)} (none)" for d, v in r.defaults.items() if v is None]
+        shown = [f"{_flag(d)} {_shown(d, v, scaled='scale' in r.defaults)}" for d, v in r.defaults.items()]
         if shown:
             lines.append("    options: " + "; ".join(shown))
     if registry.ALIASES:
