@@ -679,17 +679,17 @@ def test_an_old_value_that_moved_to_another_option(capsys):
 
 def test_building_any_command_parser_imports_no_torch():
     """``privnlu X --help`` must not import torch, transformers, Flower or the training code: an import-level fact,
-    checked for the whole tree (every command module) and for each command's lazy tree. Of the audit, federated and
-    training packages only their settings (declared options) are read."""
+    checked for the whole tree (every command module) and for each command's lazy tree. Of the audit, federated,
+    training and experiments packages only their settings (declared options) are read."""
     code = ("import sys; from privnlu.cli.main import COMMANDS, build_parser; build_parser(); "
             "[build_parser(c) for c in COMMANDS]; "
-            "heavy = ('torch', 'transformers', 'flwr', 'scipy', 'privnlu.experiments', 'privnlu.models', "
+            "heavy = ('torch', 'transformers', 'flwr', 'scipy', 'privnlu.models', "
             "'privnlu.mechanisms', 'privnlu.attacks', 'privnlu.report'); "
             "settings = ('privnlu.audit', 'privnlu.audit.grid', 'privnlu.federated', 'privnlu.federated.config', "
-            "'privnlu.training', 'privnlu.training.settings'); "
+            "'privnlu.training', 'privnlu.training.settings', 'privnlu.experiments', 'privnlu.experiments.options'); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or '.'.join(m.split('.')[:2]) in heavy "
-            "or (m.split('.')[:2] in (['privnlu', 'audit'], ['privnlu', 'federated'], ['privnlu', 'training']) "
-            "and m not in settings)))")
+            "or (m.split('.')[:2] in (['privnlu', 'audit'], ['privnlu', 'federated'], ['privnlu', 'training'], "
+            "['privnlu', 'experiments']) and m not in settings)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(SRC)}).stdout
     assert out.strip().splitlines()[-1] == "[]"

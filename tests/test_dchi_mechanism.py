@@ -152,7 +152,7 @@ def test_m_seq_noise():
 def test_hnsw_agrees_with_exact_search(tiny_space):
     space, _ = tiny_space
     # noise of about half the table's nearest-neighbour distance (the tiny table has norms ~0.11);
-    # far-out queries (much larger noise) get much lower recall: see docs/dchi.md
+    # far-out queries (much larger noise) get much lower recall: see docs/design/dchi.md
     noisy = space.regular[:500] + dchi_noise(500, space.dim, space.dim / 0.05, gen(6))
     exact = space.nearest(noisy)
     index = HNSWIndex(space, m=16, ef_construction=40, ef_search=128)

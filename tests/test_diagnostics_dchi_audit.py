@@ -3,7 +3,7 @@
 tests/test_dp_audit.py checks this on a small random table; here the table is the real one, where d_chi's privacy
 loss concentrates far below its worst case ``eta d(x, x')``, so the audit's lower bound for the sound mechanism is
 a small fraction of the claim and a mechanism must be under-noised by a large factor to be caught
-(docs/dp_encoding.md). Seeded: every verdict is deterministic.
+(docs/design/dp-instance-encoding.md). Seeded: every verdict is deterministic.
 """
 
 import pytest

@@ -1,9 +1,9 @@
-"""The two readings of Xie & Hong 2022, Theorem 4, and what the noise of each really guarantees (docs/dp_encoding.md).
+"""The two readings of Xie & Hong 2022, Theorem 4, and what the noise of each really guarantees (docs/design/dp-instance-encoding.md).
 
 The paper's Gaussian noise is ``sigma = C (1 + sqrt(2 ln(1/delta))) / epsilon`` read as a standard deviation (the
 reading privnlu uses); read literally as a variance, ``sigma = sqrt(that)``. Neither is a guarantee for the release:
 the replace-one sensitivity of clipped vectors is 2C, and each example takes part in k x epochs encodings. These
-tests pin the table in docs/dp_encoding.md (delta = 1e-5, C = 1, d = 384, k = 4, PLD accountant).
+tests pin the table in docs/design/dp-instance-encoding.md (delta = 1e-5, C = 1, d = 384, k = 4, PLD accountant).
 """
 
 import math
@@ -35,7 +35,7 @@ def test_the_two_readings_agree_only_at_epsilon_one(eps):
     assert textbook > s_std
 
 
-# docs/dp_encoding.md: epsilon -> (accounted epsilon of the std reading over 1 encoding, k encodings (1 epoch),
+# docs/design/dp-instance-encoding.md: epsilon -> (accounted epsilon of the std reading over 1 encoding, k encodings (1 epoch),
 # 10 k encodings (10 epochs); of the variance reading over 10 k encodings)
 TABLE = {0.1: (0.107, 0.227, 0.798, 2.86), 1: (1.32, 2.86, 11.1, 11.1), 4: (6.38, 15, 74.5, 27.4),
          8: (15, 38, 226, 44.6), 20: (52.4, 153, 1140, 88.4)}

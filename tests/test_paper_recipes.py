@@ -1,13 +1,17 @@
-"""The issue-10 recipes on a tiny model and a toy SST-2: selection on held-out train, curves, public corpus size,
-the DP-IE scheme and the report's paper / ours / difference cells."""
+"""The paper recipes on a tiny model and a toy SST-2: selection on held-out train, curves, the public corpus
+size, repeats, the DP-IE scheme, resume from an interrupted selection, and the report's paper / ours / difference
+cells."""
+
+import json
 
 import pytest
 
 from conftest import toy_glue_dir
-from privnlu.experiments import huang2020, xie2022
+from privnlu.cli.main import main
+from privnlu.experiments import huang2020, registry
+from privnlu.training import TrainConfig
 from privnlu.training.engine import RunSpec
 from privnlu.training.selection import holdout_split
-from privnlu.training import TrainConfig
 
 TINY = huang2020.Scale("test", None, None, 2, 8, (1e-3, 3e-3), (3e-5,), min_texthide_steps=30, max_length=16,
                        min_public=100)
@@ -18,6 +22,22 @@ def base(tmp_path, tiny_model):
     glue = toy_glue_dir(tmp_path, 80)
     return RunSpec(task="sst2", model=str(tiny_model), data_dir=str(glue), cache_dir=str(tmp_path / "cache"),
                    train=TrainConfig(seed=0))
+
+
+@pytest.fixture()
+def cli(tmp_path, tiny_model):
+    """``privnlu reproduce`` on the tiny model and an 80-example toy SST-2 (the quick scale, 2 head lrs)."""
+    glue = toy_glue_dir(tmp_path, 80)
+    common = ["--model", str(tiny_model), "--data-dir", str(glue), "--cache-dir", str(tmp_path / "c"), "--quiet"]
+
+    def run(recipe: str, out, *opts: str) -> int:
+        return main(["reproduce", recipe, "--out", str(out), *opts, *common])
+
+    return run
+
+
+def _records(folder) -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
 
 
 def test_holdout_is_ten_percent_of_train_and_disjoint(base):
@@ -31,24 +51,39 @@ def test_holdout_is_ten_percent_of_train_and_disjoint(base):
     assert split.eval_x["holdout"].shape[0] == 8 and split.train_x.shape[0] == 72
 
 
-def test_table1_selects_on_holdout_and_records_curves(tmp_path, base):
-    recs = huang2020.table1(tmp_path / "t1", tasks=("sst2",), base=base, progress=False, scale_name=TINY, public="wiki")
-    assert [r["variant"] for r in recs] == ["baseline", "texthide-intra", "texthide-inter"]
-    for r in recs:
+def test_table1_selects_on_holdout_records_curves_and_resumes(tmp_path, cli):
+    out = tmp_path / "t1"
+    assert cli("huang2020-table1", out, "--scale", "quick", "--tasks", "sst2", "--public", "wiki", "--epochs", "2",
+               "--batch-size", "8", "--lrs", "0.001,0.003") == 0
+    recs = _records(out)
+    assert sorted(recs) == ["sst2-baseline-frozen", "sst2-texthide-inter-m256-k4-wiki-frozen",
+                            "sst2-texthide-intra-m256-k4-frozen"]
+    for r in recs.values():
         sel = r["selection"]
         assert len(sel["candidates"]) == 2 and "not dev" in sel["on"]
         assert r["score"] == r["dev_curve"][sel["chosen_epoch"] - 1]
         chosen = max(sel["candidates"], key=lambda c: c["best_holdout"])
         assert chosen["best_epoch"] == sel["chosen_epoch"]
-    # TextHide runs get at least 30 optimizer steps: 72 examples / batch 8 = 9 steps per epoch -> 4 epochs
-    assert len(recs[0]["dev_curve"]) == 2 and len(recs[1]["dev_curve"]) == 4
-    assert recs[2]["n_public"] > recs[2]["n_train"] and recs[2]["spec"]["public"] == "wiki"
-    again = huang2020.table1(tmp_path / "t1", tasks=("sst2",), base=base, progress=False, scale_name=TINY, public="wiki")
-    assert [r["seconds"] for r in again] == [r["seconds"] for r in recs]  # resumed, not retrained
-    assert not [p.name for p in (tmp_path / "t1").iterdir() if p.name.startswith(".")]  # no scratch left behind
+        assert r["budget"]["lrs"] == [0.001, 0.003] and r["scale"] == "quick" and len(r["dev_curve"]) == 2
+    inter = recs["sst2-texthide-inter-m256-k4-wiki-frozen"]
+    assert inter["n_public"] > inter["n_train"] and inter["spec"]["public"] == "wiki"
+    assert not [s for r in recs.values() for s in registry.absolute_paths(r)]  # the tiny model's path is its name
+    assert inter["spec"]["model"] == "bert"
+    assert cli("huang2020-table1", out, "--scale", "quick", "--tasks", "sst2", "--public", "wiki", "--epochs", "2",
+               "--batch-size", "8", "--lrs", "0.001,0.003") == 0
+    assert _records(out) == recs  # resumed: nothing retrained
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no scratch left behind
 
 
-def test_selection_reads_back_a_finished_candidate_and_resumes_the_next(tmp_path, base, monkeypatch):
+def test_training_points_run_in_worker_processes(tmp_path, cli):
+    opts = ("--scale", "quick", "--tasks", "sst2", "--public", "wiki", "--epochs", "1", "--batch-size", "8")
+    assert cli("huang2020-table1", tmp_path / "p", *opts, "--jobs", "2") == 0
+    recs = _records(tmp_path / "p")
+    assert len(recs) == 3 and all(r["selection"]["chosen_epoch"] == 1 for r in recs.values())
+    assert not [p.name for p in (tmp_path / "p").iterdir() if p.name.startswith(".")]
+
+
+def test_an_interrupted_selection_reads_back_its_finished_candidate(tmp_path, cli, monkeypatch):
     """An interrupted selection loses at most one epoch: finished candidates are kept beside the output."""
     from privnlu.training import selection
 
@@ -61,51 +96,112 @@ def test_selection_reads_back_a_finished_candidate_and_resumes_the_next(tmp_path
             raise KeyboardInterrupt  # the second candidate is cut short
         return real(spec, split, **kw)
 
+    opts = ("--scale", "quick", "--tasks", "sst2", "--variants", "baseline", "--epochs", "2", "--batch-size", "8",
+            "--lrs", "0.001,0.003")
     monkeypatch.setattr(selection, "train_run", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        huang2020.table1(tmp_path / "t1", tasks=("sst2",), base=base, progress=False, scale_name=TINY,
-                         variants=("baseline",))
-    assert (tmp_path / "t1" / ".sst2-baseline-frozen.c0.json").exists()
+    assert cli("huang2020-table1", tmp_path / "t1", *opts) == 130
+    assert [p.name for p in (tmp_path / "t1").glob(".*.c0.json")]
     monkeypatch.setattr(selection, "train_run", lambda spec, split, **kw: (calls.append(spec.train.lr), real(spec, split, **kw))[1])
-    rec = huang2020.table1(tmp_path / "t1", tasks=("sst2",), base=base, progress=False, scale_name=TINY,
-                           variants=("baseline",))[0]
+    assert cli("huang2020-table1", tmp_path / "t1", *opts) == 0
     assert calls == [1e-3, 3e-3, 3e-3]  # the first candidate was read back, not retrained
+    rec = _records(tmp_path / "t1")["sst2-baseline-frozen"]
     assert len(rec["selection"]["candidates"]) == 2
     assert not [p.name for p in (tmp_path / "t1").iterdir() if p.name.startswith(".")]
 
 
-def test_xie2022_figure1_uses_the_unmasked_scheme_and_clean_queries(tmp_path, base):
-    recs = xie2022.figure1(tmp_path / "f1", tasks=("sst2",), base=base, epsilons=(2.0,), mechanisms=("gaussian",),
-                           calibrations=("paper",), scale_name=TINY, progress=False)
-    dp = [r for r in recs if r["scheme"] == "dp-ie"]
-    assert len(recs) == 3 and len(dp) == 1
-    assert dp[0]["m"] == "0" and dp[0]["dp_scheme"] == "dp-ie" and dp[0]["spec"]["dp"]["noisy_queries"] is False
-    assert dp[0]["dp"]["calibration"] == "paper" and not dp[0]["dp"]["valid_dp_guarantee"]
-    assert dp[0]["accuracy"] is not None
-    masked = xie2022.figure1(tmp_path / "f1m", tasks=("sst2",), base=base, epsilons=(2.0,), mechanisms=("gaussian",),
-                             calibrations=("paper",), scale_name=TINY, progress=False, masked=True)
-    assert [r for r in masked if r["scheme"] == "dp-ie"][0]["dp_scheme"] == "dp-ie-masked"
+def test_repeats_are_points_of_one_folder(tmp_path, cli, capsys):
+    out = tmp_path / "t6"
+    assert cli("huang2020-table6", out, "--scale", "quick", "--public", "wiki", "--epochs", "1", "--batch-size", "8",
+               "--repeats", "2", "--dry-run") == 0
+    names = [line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith("run ")]
+    assert names == ["sst2-baseline-frozen", "sst2-baseline-frozen-r2", "sst2-texthide-intra-m256-k4-frozen",
+                     "sst2-texthide-intra-m256-k4-frozen-r2", "sst2-texthide-inter-m256-k4-wiki-frozen",
+                     "sst2-texthide-inter-m256-k4-wiki-frozen-r2"]
+    assert cli("huang2020-table6", out, "--scale", "quick", "--public", "wiki", "--epochs", "1", "--batch-size", "8",
+               "--repeats", "2-2", "--variants", "x", "--dry-run") == 2  # table6 takes no --variants
 
 
-def test_xie2022_figure1_checkpoints_its_runs_and_completes_a_bare_record(tmp_path, base, monkeypatch):
-    """Each run trains with a hidden checkpoint beside its record (an interrupted joint run resumes), and a record
-    that train_run wrote just before an interruption (no recipe fields yet) is completed, not retrained."""
-    from privnlu.training import engine as pipeline
+def test_figure2_takes_its_grid_or_its_points(tmp_path, cli, capsys):
+    assert cli("huang2020-figure2", tmp_path / "f", "--ms", "0,inf", "--ks", "4", "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert "run   sst2-texthide-intra-m0-k4-frozen" in out and "run   sst2-texthide-intra-minf-k4-frozen" in out
+    assert "2 to run" in out and "--ms 0,inf --ks 4" in out
+    assert cli("huang2020-figure2", tmp_path / "f", "--points", "0:1,256:4", "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert "run   sst2-baseline-frozen" in out and "run   sst2-texthide-intra-m256-k4-frozen" in out and "2 to run" in out
 
-    kw = dict(tasks=("sst2",), base=base, epsilons=(2.0,), mechanisms=("gaussian",), calibrations=("paper",),
-              scale_name=TINY, progress=False)
-    outs = []
-    real = pipeline.train_run
-    monkeypatch.setattr(xie2022, "train_run", lambda spec, prep, **k: (outs.append(k.get("out")), real(spec, prep, **k))[1])
-    recs = xie2022.figure1(tmp_path / "f1", **kw)
-    assert len(outs) == 3 and all(o is not None and o.parent == tmp_path / "f1" for o in outs)
-    bare = {k: v for k, v in recs[-1].items() if k not in ("majority", "accuracy", "dp_scheme", "scale")}
-    from privnlu.io import write_json_atomic
-    write_json_atomic(outs[-1], bare)
-    outs.clear()
-    again = xie2022.figure1(tmp_path / "f1", **kw)
-    assert outs == [] and again[-1]["dp_scheme"] == "dp-ie" and again[-1]["majority"] == recs[-1]["majority"]
-    assert not [p.name for p in (tmp_path / "f1").iterdir() if p.name.startswith(".")]
+
+def test_xie2022_figure1_uses_the_unmasked_scheme_and_clean_queries(tmp_path, cli):
+    dp = ("--scale", "quick", "--tasks", "sst2", "--dp-epsilons", "2", "--dp-mechanisms", "gaussian",
+          "--dp-calibrations", "paper", "--epochs", "1", "--batch-size", "8")
+    assert cli("xie2022-figure1", tmp_path / "f1", *dp) == 0
+    recs = _records(tmp_path / "f1")
+    dps = [r for r in recs.values() if r["scheme"] == "dp-ie"]
+    assert len(recs) == 3 and len(dps) == 1
+    assert dps[0]["m"] == "0" and dps[0]["dp_scheme"] == "dp-ie" and dps[0]["spec"]["dp"]["noisy_queries"] is False
+    assert dps[0]["dp"]["calibration"] == "paper" and not dps[0]["dp"]["valid_dp_guarantee"]
+    assert dps[0]["accuracy"] is not None and all(r["majority"] for r in recs.values())
+    assert cli("xie2022-figure1", tmp_path / "f1m", *dp, "--masked") == 0
+    assert [r for r in _records(tmp_path / "f1m").values() if r["scheme"] == "dp-ie"][0]["dp_scheme"] == "dp-ie-masked"
+
+
+def test_xie2022_figure1_completes_a_record_the_engine_wrote_before_an_interruption(tmp_path, cli, monkeypatch):
+    """A run trains with its scratch record beside the results (an interrupted joint run resumes from its
+    checkpoint); a complete engine record found there is completed, not retrained."""
+    from privnlu.experiments import xie2022
+    from privnlu.training import engine
+
+    dp = ("--scale", "quick", "--tasks", "sst2", "--dp-epsilons", "2", "--dp-mechanisms", "gaussian",
+          "--dp-calibrations", "paper", "--epochs", "1", "--batch-size", "8")
+    assert cli("xie2022-figure1", tmp_path / "a", *dp) == 0
+    done = _records(tmp_path / "a")
+    name = "sst2-baseline-frozen"
+    bare = {k: v for k, v in done[name].items() if k not in ("majority", "accuracy", "dp_scheme", "scale", "provenance")}
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / f".{name}.part.json").write_text(json.dumps(bare))
+    trained = []
+    real = engine.train_run
+    monkeypatch.setattr(engine, "train_run", lambda *a, **k: (trained.append(1), real(*a, **k))[1])
+    assert cli("xie2022-figure1", tmp_path / "b", *dp) == 0
+    again = _records(tmp_path / "b")
+    assert len(trained) == 2 and again[name]["seconds"] == done[name]["seconds"]
+    assert again[name]["majority"] == done[name]["majority"] and xie2022.GROUP == again[name]["group"]
+    assert not [p.name for p in (tmp_path / "b").iterdir() if p.name.startswith(".")]
+
+
+def test_baseline_gets_the_same_step_floor_as_texthide_when_the_scale_says_so(base):
+    from dataclasses import replace
+
+    from privnlu.training.engine import with_scheme
+
+    matched = replace(TINY, min_baseline_steps=30)
+    hide = with_scheme(base, m=256, k=4)
+    # 72 examples / batch 8 = 9 steps per epoch: a floor of 30 steps needs 4 epochs
+    assert huang2020.epochs_for(base, 72, TINY) == 2 and huang2020.epochs_for(hide, 72, TINY) == 4
+    assert huang2020.epochs_for(base, 72, matched) == 4
+    assert huang2020.SCALES["cpu"].min_baseline_steps == huang2020.SCALES["cpu"].min_texthide_steps == 2000
+
+
+def test_a_release_attacked_with_other_methods_is_refused_and_the_same_is_read_back(tmp_path, monkeypatch, capsys):
+    from privnlu.experiments import xie2022
+
+    monkeypatch.chdir(tmp_path)
+    recipe = registry.get("xie2022-figure2")
+    point = recipe.points(recipe.defaults)[0]
+    s = point.settings
+    rec = {"kind": "attack", "attack": "reconstruct", "task": s["task"], "n_queries": 100, "epochs": 50,
+           "aux_size": 2000, "experiment_seed": 0, "config": s["config"],
+           "conditions": {"m16-k4": {"methods": {"nmf": {}}}}}
+    out = tmp_path / "f2"
+    out.mkdir()
+    (out / f"{point.name}.json").write_text(json.dumps(rec))
+    argv = ["reproduce", "xie2022-figure2", "--tasks", s["task"], "--dp-epsilons", "1", "--dp-mechanisms", "gaussian",
+            "--dp-calibrations", "correct", "--out", str(out), "--dry-run"]
+    assert main(argv) == 0
+    assert f"done  {point.name}" in capsys.readouterr().out
+    assert xie2022.ATTACK_CONDITION == "16:4"
+    assert main([*argv[:-1], "--methods", "nmf,clique", "--dry-run"]) == 2
+    assert "other settings (methods" in capsys.readouterr().err
 
 
 def _rec(scheme, score, variant="baseline", m="0", k=1, dp=None, group="xie2022", task="sst2", **kw):
@@ -189,92 +285,6 @@ def test_table6_report_averages_repeated_runs_of_a_cell_and_lists_each():
     wiki = rows[2]
     assert wiki["ours (mean of runs)"] == "63.00" and wiki["each run"] == "60.00 / 64.00 / 65.00"
     assert wiki["paper: acc."] == "-" and wiki["n public"] == 125
-
-
-def test_cli_reproduce_quick_and_bad_input(tmp_path, tiny_model, capsys):
-    import json
-
-    from privnlu.cli.main import main
-
-    glue = toy_glue_dir(tmp_path, 40)
-    common = ["--model", str(tiny_model), "--data-dir", str(glue), "--cache-dir", str(tmp_path / "c"), "--quiet"]
-    out = tmp_path / "t1"
-    public = tmp_path / "public.txt"
-    public.write_text("".join(f"a public sentence number {i}\n" for i in range(60)))
-    assert main(["reproduce", "huang2020-table1", "--quick", "--tasks", "sst2", "--public", str(public), "--epochs", "1",
-                 "--out", str(out), *common]) == 0
-    recs = [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
-    assert len(recs) == 3 and all(r["scale"] == "quick" and len(r["dev_curve"]) == 1 for r in recs)
-    assert max(r.get("n_public") or 0 for r in recs) == 60  # the quick scale's minimum (2,500), capped at the corpus
-    capsys.readouterr()
-    assert main(["reproduce", "xie2022-figure1", "--dp-epsilons", "1,x", *common]) == 2
-    assert "comma-separated numbers" in capsys.readouterr().err
-
-
-def test_baseline_gets_the_same_step_floor_as_texthide_when_the_scale_says_so(base):
-    from dataclasses import replace
-
-    from privnlu.training.engine import with_scheme
-
-    matched = replace(TINY, min_baseline_steps=30)
-    hide = with_scheme(base, m=256, k=4)
-    # 72 examples / batch 8 = 9 steps per epoch: a floor of 30 steps needs 4 epochs
-    assert huang2020.epochs_for(base, 72, TINY) == 2 and huang2020.epochs_for(hide, 72, TINY) == 4
-    assert huang2020.epochs_for(base, 72, matched) == 4
-    assert huang2020.SCALES["cpu"].min_baseline_steps == huang2020.SCALES["cpu"].min_texthide_steps == 2000
-
-
-def test_xie2022_figure2_reads_back_a_finished_release_and_redoes_a_different_one(tmp_path, monkeypatch):
-    import json
-
-    from privnlu.experiments import xie2021
-
-    out = tmp_path / "f2"
-    out.mkdir()
-    done = {"kind": "attack", "conditions": {"m16-k4": {"methods": {"nmf": {}}}}, "marker": 1}
-    (out / "rec_sst2_texthide_m16_k4.json").write_text(json.dumps(done))
-    attacked = []
-    monkeypatch.setattr(xie2021, "prepare", lambda spec, progress: attacked.append(spec.task) or (_ for _ in ()).throw(RuntimeError))
-    assert xie2021.run_release(out, "rec_sst2_texthide_m16_k4", "sst2", ("16:4",), None, False,
-                               methods=("nmf",))["marker"] == 1
-    assert attacked == []
-    with pytest.raises(RuntimeError):  # other methods: attacked again
-        xie2021.run_release(out, "rec_sst2_texthide_m16_k4", "sst2", ("16:4",), None, False)
-    attacked.clear()
-    with pytest.raises(RuntimeError):  # other conditions: the release is attacked again
-        xie2021.run_release(out, "rec_sst2_texthide_m16_k4", "sst2", ("0:4",), None, False)
-    assert attacked == ["sst2"]
-
-
-def test_cli_figure2_takes_its_grid(tmp_path, monkeypatch):
-    from privnlu.cli.main import main
-    from privnlu.experiments import huang2020 as h
-
-    seen = {}
-    monkeypatch.setattr(h, "figure2", lambda out, **kw: seen.update(kw) or [])
-    assert main(["reproduce", "huang2020-figure2", "--ms", "0,inf", "--ks", "4", "--out", str(tmp_path), "--quiet"]) == 0
-    assert seen["ms"] == (0, float("inf")) and seen["ks"] == (4,)
-    seen.clear()
-    assert main(["reproduce", "huang2020-figure2", "--out", str(tmp_path), "--quiet"]) == 0
-    assert "ms" not in seen and "ks" not in seen  # the recipe's own grid
-
-
-def test_figure2_and_table6_share_runs_in_one_folder_and_both_report_them(tmp_path, base):
-    import json
-
-    from privnlu.report.texthide_sections import sweep_grids, table6_rows
-
-    out = tmp_path / "shared"
-    fig = huang2020.figure2(out, base=base, progress=False, scale_name=TINY, ms=(0, 256), ks=(4,))
-    t6 = huang2020.table6(out, base=base, progress=False, scale_name=TINY, corpora=("wiki",))
-    assert fig[1]["seconds"] == t6[1]["seconds"]  # the (256, 4) intra run was read back, not retrained
-    recs = [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
-    assert len(recs) == 4  # (0, 4), (256, 4) shared, baseline, inter-wiki
-    shared = [r for r in recs if r["m"] == "256" and not r["inter"]][0]
-    assert shared["groups"] == ["figure2", "table6"]
-    assert sorted(r[0] for r in table6_rows(recs)) == ["baseline", "texthide-inter", "texthide-intra"]
-    grids = sweep_grids(recs)
-    assert len(grids) == 1 and set(next(iter(grids.values()))[2]) == {("0", 4), ("256", 4)}
 
 
 def test_figure2_report_sets_attack_success_against_epsilon_beside_the_papers_texthide_value():

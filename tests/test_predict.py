@@ -157,7 +157,7 @@ def test_dp_card_and_keyless_dp_prediction(env, capsys):
 
 
 def test_joint_dp_run_warns_and_its_card_claims_no_guarantee(env, capsys):
-    """Fine-tuning the encoder on the clean private inputs voids the DP-IE guarantee (docs/dp_encoding.md)."""
+    """Fine-tuning the encoder on the clean private inputs voids the DP-IE guarantee (docs/design/dp-instance-encoding.md)."""
     root, args = env
     out = root / "dp-joint"
     assert main(["train", *args, "--scheme", "dp", "--m", "0", "--k", "2", "--dp-epsilon", "8", "--epochs", "1",

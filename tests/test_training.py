@@ -52,7 +52,7 @@ def test_texthide_0_1_equals_baseline_exactly(tiny_model):
 
 @pytest.mark.parametrize("m,k,inter,epochs", [(0, 1, False, 10), (0, 4, False, 10), (0, 4, True, 10), (2, 2, False, 15)])
 def test_frozen_mode_learns_separable_data(tiny_model, m, k, inter, epochs):
-    # masked heads need the pool mask on dev too (eval_mask="pool"); see docs/results.md
+    # masked heads need the pool mask on dev too (eval_mask="pool"); see docs/design/texthide.md
     prep = synthetic_prep(tiny_model)
     cfg = TrainConfig(epochs=epochs, lr=5e-3, batch_size=32, seed=1, eval_mask="pool" if m else "none")
     spec = with_scheme(RunSpec(task="sst2", train=cfg), m=m, k=k, inter=inter)

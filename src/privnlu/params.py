@@ -222,8 +222,8 @@ class Option:
     """One setting: its flag, how its text is parsed, its range or choices, its default and its help.
 
     ``dest`` names the value (the library's field name); ``flag`` is its command-line spelling. ``kind`` is
-    ``"value"`` (takes an argument), ``"append"`` (repeatable), ``"flag"`` (``store_true``) or ``"positional"``. The range of a numeric option
-    and its default are stated in ``--help`` automatically.
+    ``"value"`` (takes an argument), ``"append"`` (repeatable), ``"flag"`` (``store_true``; with ``const``, sets
+    ``dest`` to it) or ``"positional"``. The range of a numeric option and its default are stated in ``--help``.
     """
 
     dest: str
@@ -272,6 +272,9 @@ class Option:
     def add_to(self, parser: argparse._ActionsContainer) -> argparse.Action:
         """Add this option to an argparse parser or group."""
         kw: dict[str, Any] = {"help": self.help_text()}
+        if self.kind == "flag" and self.const is not None:  # a flag that sets dest to const (default: default)
+            return parser.add_argument(*self.flags, dest=self.dest, action="store_const", const=self.const,
+                                       default=self.default, **kw)
         if self.kind == "flag":
             return parser.add_argument(*self.flags, dest=self.dest, action="store_true", **kw)
         if self.kind == "append":

@@ -1,1 +1,3 @@
-"""Experiments: the shared pipeline and one recipe module per paper."""
+"""Registered paper recipes (:mod:`.registry`), one module per paper: each recipe reproduces one table or figure
+(or an experiment that extends a paper's method) through the engines in :mod:`privnlu.training`,
+:mod:`privnlu.attacks` and :mod:`privnlu.audit`; ``privnlu reproduce`` runs them."""

@@ -1,38 +1,37 @@
-"""Recipe: TextHide (Huang, Song, Chen, Li, Arora; Findings of EMNLP 2020).
+"""Recipes: TextHide's training artefacts (Huang, Song, Chen, Li, Arora; Findings of EMNLP 2020).
 
 * Table 1: baseline vs TextHide-intra vs TextHide-inter, (m, k) = (256, 4), (16, 4) for RTE, on SST-2, CoLA,
-  MRPC, STS-B and RTE (:func:`table1`);
-* Figure 2: the m x k grid on SST-2, frozen and fine-tuned panels (:func:`figure2`);
-* Table 6: TextHide-inter on SST-2 with several public corpora (:func:`table6`).
+  MRPC, STS-B and RTE;
+* Figure 2: the m x k grid of TextHide-intra on SST-2 (one folder per mode: the frozen and fine-tuned panels);
+* Table 6: TextHide-inter on SST-2 with several public corpora, beside intra (256, 4) and the baseline.
 
-Every run selects its hyperparameters on 10 % of train held out (:mod:`.selection`), as the paper's Appendix B.3
-does, and records its dev learning curve. TextHide-inter draws its public partners from a corpus larger than the
-private training set (``mixed``: Wikipedia summaries, tweets, BBC News and QNLI dev sentences), as the paper's
-appendix requires. A :class:`Scale` fixes the budget: ``quick`` (minutes, a smoke test), ``cpu`` (what 2 CPU
-cores allow) and ``paper`` (the paper's data size, epochs and grid: a GPU run, ``--device cuda``). The paper's
-numbers are in :mod:`privnlu.paper_values.huang2020`; the report sets them beside ours.
+Every run selects its hyperparameters on 10 % of train held out (:mod:`privnlu.training.selection`), as the
+paper's Appendix B.3 does, and records its dev learning curve. TextHide-inter draws its public partners from a
+corpus larger than the private training set (``mixed``: Wikipedia summaries, tweets, BBC News and QNLI dev
+sentences), as the paper's appendix requires. A :class:`Scale` fixes the budget: ``quick`` (minutes, a smoke
+test), ``cpu`` (what 2 CPU cores allow) and ``paper`` (the paper's data size, epochs and grid: a GPU run).
+The paper's numbers are in :mod:`privnlu.paper_values.huang2020`; the report sets them beside ours.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path, PurePath
+from typing import TYPE_CHECKING
 
-from ..data import load_public_corpus
-from ..errors import require, require_choice
-from ..io import read_json, write_json_atomic
-from ..paper_values.huang2020 import TABLE1_DEFAULT_POINT, TABLE1_POINT
-from ..training import TrainConfig
-from ..training.engine import RunSpec, with_scheme
-from ..training.selection import prepare_head as prepare
-from ..training.selection import select_and_run
+from ..errors import require
+from .registry import Point, Recipe, RunContext, register
 
+if TYPE_CHECKING:
+    from ..training.engine import RunSpec
+
+PAPER = "huang2020"
 TABLE1_TASKS = ("sst2", "cola", "mrpc", "stsb", "rte")
-SWEEP_M = (0, 1, 16, 64, 256, 1024, float("inf"))
+SWEEP_M = (0.0, 1.0, 16.0, 64.0, 256.0, 1024.0, float("inf"))
 SWEEP_K = (1, 2, 4, 8)
 TABLE6_CORPORA = ("wiki", "tweets", "bbc", "qnli-dev", "mixed")
 DEFAULT_PUBLIC = "mixed"
+VARIANTS = ("baseline", "intra", "inter")
 
 
 @dataclass(frozen=True)
@@ -68,28 +67,57 @@ SCALES = {
                    min_baseline_steps=2000),
 }
 
-
-def scale(name: str | Scale) -> Scale:
-    """A scale by name (or a :class:`Scale` itself, e.g. one with other epochs)."""
-    if isinstance(name, Scale):
-        return name
-    require_choice("scale", name, tuple(SCALES))
-    return SCALES[name]
+#: the budget options every training recipe takes (None: the scale's)
+BUDGET = {"scale": "cpu", "epochs": None, "batch_size": None, "lrs": None, "encoder_lrs": None, "train_limit": None}
+#: run-spec fields that do not change a result (where files are, which device or precision computes them) or that
+#: follow from other settings and the data (the public corpus size)
+SPEC_IGNORED = ("cache_dir", "data_dir", "device", "encode_batch_size", "bf16", "public_size")
 
 
-def base_spec(task: str, sc: Scale, *, mode: str = "frozen", base: RunSpec | None = None) -> RunSpec:
-    """The spec every run of a recipe starts from: ``base``'s data paths, device and seed, the scale's budget."""
-    seed = base.train.seed if base is not None else None
-    spec = base or RunSpec(task=task)
-    limit = base.train_limit if base is not None and base.train_limit else sc.train_limit
-    return replace(spec, task=task, mode=mode, train_limit=limit, dev_limit=sc.dev_limit, max_length=sc.max_length,
-                   train=TrainConfig(epochs=sc.epochs, batch_size=sc.batch_size, lr=sc.head_lr, seed=seed))
+def scale(o: dict) -> Scale:
+    """The options' scale, with --epochs, --batch-size, --lrs and --encoder-lrs overriding its budget."""
+    require(o["scale"] in SCALES, f"unknown scale '{o['scale']}'; choose one of {', '.join(SCALES)}")
+    over = {k: (tuple(o[k]) if isinstance(o[k], (list, tuple)) else o[k])
+            for k in ("epochs", "lrs", "encoder_lrs", "batch_size") if o.get(k) is not None}
+    return replace(SCALES[o["scale"]], **over)
+
+
+def budget(sc: Scale) -> dict:
+    """The budget as a record stores it (tuples as lists)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(sc).items()}
+
+
+def base_spec(task: str, sc: Scale, o: dict) -> RunSpec:
+    """The spec every run of a recipe starts from: the options' model, mode, data cap and seed, the scale's budget."""
+    from ..training import TrainConfig
+    from ..training.engine import RunSpec
+
+    return RunSpec(task=task, model=o.get("model"), mode=o.get("mode", "frozen"),
+                   train_limit=o.get("train_limit") or sc.train_limit, dev_limit=sc.dev_limit, max_length=sc.max_length,
+                   train=TrainConfig(epochs=sc.epochs, batch_size=sc.batch_size, lr=sc.head_lr, seed=o.get("seed")))
+
+
+def spec_settings(spec_json: dict, *, selected: bool) -> dict:
+    """The settings of a run spec (as JSON) that define its result; ``selected``: without the learning rates and
+    epochs that hyperparameter selection chooses (the budget states the grid they come from)."""
+    from ..schemes.registry import record_name
+
+    s = {k: v for k, v in spec_json.items() if k not in SPEC_IGNORED}
+    s["scheme"] = record_name(s)
+    if not s.get("inter"):
+        s.pop("public", None)
+    train = dict(s.pop("train"))
+    if selected:
+        s.pop("encoder_lr", None)
+        train.pop("lr", None)
+        train.pop("epochs", None)
+    return {**s, "train": train}
 
 
 def epochs_for(spec: RunSpec, n_fit: int, sc: Scale) -> int:
     """The scale's epochs, raised until the run reaches its floor of optimizer steps (``min_texthide_steps`` for
     a private run, ``min_baseline_steps`` for the baseline)."""
-    floor = sc.min_baseline_steps if spec.scheme.release == "none" else sc.min_texthide_steps
+    floor = sc.min_baseline_steps if spec.variant == "baseline" else sc.min_texthide_steps
     if not floor:
         return sc.epochs
     steps = math.ceil(n_fit / sc.batch_size)
@@ -107,84 +135,186 @@ def candidates(spec: RunSpec, n_train: int, sc: Scale) -> list[RunSpec]:
 def public_size(n_private: int, corpus: str, minimum: int = 10000) -> int:
     """1.25 times the private set, at least ``minimum`` sentences (the appendix: the public corpus must be larger
     than the private one), capped at the corpus (``qnli-dev`` has only 8,011 sentences)."""
+    from ..data import load_public_corpus
+
     return min(len(load_public_corpus(corpus)), max(minimum, math.ceil(1.25 * n_private)))
 
 
-def json_safe(d: dict) -> dict:
-    """Tuples as lists, so that a budget compares equal to itself read back from JSON."""
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+def repeats(o: dict) -> range:
+    first, last = o.get("repeats") or (1, 1)
+    return range(first, last + 1)
 
 
-def run_point(spec: RunSpec, prep, out: Path, sc: Scale, *, group: str, progress: bool, extra: dict | None = None) -> dict:
-    """One selected run, resumable: a results JSON already under ``out`` with the same spec is read back."""
-    public = "" if spec.public == DEFAULT_PUBLIC or not spec.inter else "-" + PurePath(spec.public).stem
-    path = out / f"{spec.label}{public}-{spec.mode}.json"
-    budget = json_safe(asdict(sc))
-    if path.exists():
-        rec = read_json(path)
-        if rec.get("spec", {}).get("train_limit") == spec.train_limit and rec.get("budget") == budget:
-            return _join_group(rec, group, path)
-    rec = select_and_run(candidates(spec, len(prep.train), sc), prep, out=path, progress=progress, group=group,
-                         extra={"scale": sc.name, "budget": budget, **(extra or {})})
-    if progress:
-        print(f"  {path.stem:>50s}  {rec['metric']} {rec['score']:.2f} (epoch {rec['selection']['chosen_epoch']})",
-              flush=True)
-    return rec
+def repeat_name(stem: str, r: int) -> str:
+    """A point's file name: repeat 1 is the plain name, repeat r > 1 gets ``-rR``."""
+    return stem if r == 1 else f"{stem}-r{r}"
 
 
-def _join_group(rec: dict, group: str, path: Path) -> dict:
-    """A finished run that another recipe also needs (Figure 2 and Table 6 share the baseline and (256, 4) intra
-    runs in one folder) is listed under both: ``groups`` names every recipe the run belongs to."""
-    groups = rec.get("groups") or [rec.get("group")]
-    if group not in groups:
-        rec["groups"] = [*groups, group]
-        write_json_atomic(path, rec)
-    return rec
+# -- one selected run per point ---------------------------------------------------------------------------------
+
+_PREPARED: dict[str, object] = {}
+_ENCODERS: dict[tuple, object] = {}
 
 
-def table1(out: Path, *, tasks: tuple[str, ...] = TABLE1_TASKS, base: RunSpec | None = None, progress: bool = True,
-           scale_name: str | Scale = "cpu", mode: str = "frozen", public: str = DEFAULT_PUBLIC,
-           variants: tuple[str, ...] = ("baseline", "intra", "inter")) -> list[dict]:
-    """Baseline, intra and inter (or the given ``variants``) for every task; one JSON per run under ``out``."""
-    sc = scale(scale_name)
-    require(set(variants) <= {"baseline", "intra", "inter"}, f"variants are baseline, intra, inter, not {variants}")
-    records = []
-    for task in tasks:
-        spec0 = base_spec(task, sc, mode=mode, base=base)
+def prepared(spec: RunSpec, ctx: RunContext):
+    """The spec's data and representations, computed once per process (the encoder shared by its runs)."""
+    import json
+
+    from ..training.selection import prepare_head
+
+    spec = replace(spec, data_dir=ctx.data_dir, cache_dir=ctx.cache_dir, device=ctx.device)
+    key = json.dumps({k: v for k, v in spec.to_json().items() if k not in ("train", "scheme", "m", "k", "dp")},
+                     sort_keys=True, default=str)
+    if key not in _PREPARED:
+        enc_key = (spec.model, spec.pooling, ctx.device)
+        prep = prepare_head(spec, progress=ctx.progress, encoder=_ENCODERS.get(enc_key))
+        _ENCODERS[enc_key] = prep.encoder
+        _PREPARED.clear()  # one task's data at a time
+        _PREPARED[key] = prep
+    return spec, _PREPARED[key]
+
+
+def _n_train(task: str, limit: int | None, data_dir: str | None) -> int:
+    from ..data import get_task
+
+    return len(get_task(task).load("train", data_dir).head(limit))
+
+
+def sized(spec: RunSpec, sc: Scale, ctx: RunContext) -> tuple[RunSpec, int | None]:
+    """The spec with its inter public corpus sized to the private data (and that size; None without inter)."""
+    if not spec.to_json().get("inter"):  # the record's fields, not the spec's scheme internals
+        return spec, None
+    n_pub = public_size(_n_train(spec.task, spec.train_limit, ctx.data_dir), spec.public, sc.min_public)
+    return replace(spec, public_size=n_pub), n_pub
+
+
+def warm_features(specs: list[RunSpec], sc: Scale, ctx: RunContext) -> None:
+    """Fill the feature cache for frozen-mode runs once, before worker processes start (each would compute them)."""
+    for spec in specs:
+        if spec.mode == "frozen":
+            prepared(sized(spec, sc, ctx)[0], ctx)
+
+
+def selected_run(spec: RunSpec, sc: Scale, group: str, ctx: RunContext) -> dict:
+    """One run with hyperparameters selected on held-out train (its inter public corpus sized to the data)."""
+    from ..training.selection import select_and_run
+
+    spec, n_pub = sized(spec, sc, ctx)
+    spec, prep = prepared(spec, ctx)
+    return select_and_run(candidates(spec, len(prep.train), sc), prep, out=ctx.scratch, progress=ctx.progress,
+                          group=group, extra={"scale": sc.name, "budget": budget(sc), "n_public": n_pub})
+
+
+def train_points(specs: list[RunSpec], sc: Scale, o: dict) -> list[Point]:
+    """One point per spec and repeat; the file is the run's label, its public corpus (inter, unless the default),
+    its mode and the repeat."""
+    out = []
+    for spec in specs:
+        inter = spec.to_json().get("inter")
+        public = "" if not inter or spec.public == DEFAULT_PUBLIC else "-" + spec.public
+        for r in repeats(o):
+            out.append(Point(repeat_name(f"{spec.label}{public}-{spec.mode}", r),
+                             {"spec": spec_settings(spec.to_json(), selected=True), "budget": budget(sc)}))
+    return out
+
+
+def selected_settings(rec: dict) -> dict:
+    return {"spec": spec_settings(rec["spec"], selected=True), "budget": rec["budget"]}
+
+
+def _training_recipe(name: str, artefact: str, title: str, defaults: dict, specs, group: str, check=None) -> Recipe:
+    """A recipe of selected training runs: ``specs(o)`` lists its runs."""
+
+    def points(o: dict) -> list[Point]:
+        return train_points(specs(o), scale(o), o)
+
+    def run(o: dict, point: Point, ctx: RunContext) -> dict:
+        sc = scale(o)
+        spec = next(s for s in specs(o) if {"spec": spec_settings(s.to_json(), selected=True), "budget": budget(sc)}
+                    == point.settings)
+        return selected_run(spec, sc, group, ctx)
+
+    return register(Recipe(name, PAPER, artefact, title, defaults, points, run, selected_settings,
+                           variant=lambda o: o["mode"], check=check or (lambda o: None),
+                           warm=lambda o, ctx: warm_features(specs(o), scale(o), ctx)))
+
+
+def _check_public(corpora: tuple[str, ...]) -> None:
+    from pathlib import Path
+
+    from ..data.public import PUBLIC_NAMES
+
+    for c in corpora:
+        require(c in PUBLIC_NAMES or Path(c).is_file(),
+                f"unknown public corpus '{c}': use {', '.join(PUBLIC_NAMES)} or a text file, one sentence per line")
+
+
+# -- Table 1 ---------------------------------------------------------------------------------------------------------
+
+def _table1_specs(o: dict) -> list[RunSpec]:
+    from ..paper_values.huang2020 import TABLE1_DEFAULT_POINT, TABLE1_POINT
+    from ..training.engine import with_scheme
+
+    sc, out = scale(o), []
+    for task in o["tasks"]:
+        spec0 = base_spec(task, sc, o)
         m, k = TABLE1_POINT.get(task, TABLE1_DEFAULT_POINT)
-        prep = prepare(spec0, progress=progress)
-        n_pub = public_size(len(prep.train), public, sc.min_public)
-        inter = replace(with_scheme(spec0, m=m, k=k, inter=True), public=public, public_size=n_pub)
-        runs = {"baseline": (spec0, prep), "intra": (with_scheme(spec0, m=m, k=k), prep)}
-        if "inter" in variants:
-            runs["inter"] = (inter, prepare(inter, progress=progress, encoder=prep.encoder))
-        for spec, p in (runs[v] for v in variants):
-            records.append(run_point(spec, p, out, sc, group="table1", progress=progress,
-                                     extra={"n_public": n_pub if spec.inter else None}))
-    return records
+        runs = {"baseline": spec0, "intra": with_scheme(spec0, m=m, k=k),
+                "inter": replace(with_scheme(spec0, m=m, k=k, inter=True), public=o["public"][0])}
+        out += [runs[v] for v in o["variants"]]
+    return out
 
 
-def figure2(out: Path, *, task: str = "sst2", base: RunSpec | None = None, progress: bool = True, scale_name: str | Scale = "cpu",
-            mode: str = "frozen", ms: tuple[float, ...] = SWEEP_M, ks: tuple[int, ...] = SWEEP_K) -> list[dict]:
-    """The m x k grid of TextHide-intra; one panel per mode (run the recipe once per ``mode``)."""
-    sc = scale(scale_name)
-    spec0 = base_spec(task, sc, mode=mode, base=base)
-    prep = prepare(spec0, progress=progress)
-    return [run_point(with_scheme(spec0, m=m, k=k), prep, out, sc, group="figure2", progress=progress)
-            for m in ms for k in ks]
+def _table1_check(o: dict) -> None:
+    require(set(o["variants"]) <= set(VARIANTS), f"--variants are {', '.join(VARIANTS)}, not {','.join(o['variants'])}")
+    require(len(o["public"]) == 1, "huang2020-table1 takes one --public corpus")
+    _check_public(o["public"])
 
 
-def table6(out: Path, *, base: RunSpec | None = None, progress: bool = True, scale_name: str | Scale = "cpu",
-           mode: str = "frozen", corpora: tuple[str, ...] = TABLE6_CORPORA) -> list[dict]:
-    """SST-2, TextHide-inter (256, 4) with each public corpus, beside intra (256, 4) and the baseline."""
-    sc = scale(scale_name)
-    spec0 = base_spec("sst2", sc, mode=mode, base=base)
-    prep = prepare(spec0, progress=progress)
-    records = [run_point(s, prep, out, sc, group="table6", progress=progress)
-               for s in (spec0, with_scheme(spec0, m=256, k=4))]
-    for corpus in corpora:
-        n_pub = public_size(len(prep.train), corpus, sc.min_public)
-        spec = replace(with_scheme(spec0, m=256, k=4, inter=True), public=corpus, public_size=n_pub)
-        records.append(run_point(spec, prepare(spec, progress=progress, encoder=prep.encoder), out, sc, group="table6",
-                                 progress=progress, extra={"n_public": n_pub}))
-    return records
+_training_recipe(
+    "huang2020-table1", "table1",
+    "TextHide Table 1: baseline vs TextHide-intra vs TextHide-inter on SST-2, CoLA, MRPC, STS-B and RTE, (m, k) = "
+    "(256, 4), (16, 4) for RTE, hyperparameters selected on 10 % of train",
+    {"tasks": TABLE1_TASKS, "variants": VARIANTS, "mode": "frozen", **BUDGET, "public": (DEFAULT_PUBLIC,),
+     "model": None, "seed": None, "repeats": (1, 1)},
+    _table1_specs, "table1", _table1_check)
+
+
+# -- Figure 2 --------------------------------------------------------------------------------------------------------
+
+def _figure2_specs(o: dict) -> list[RunSpec]:
+    from ..training.engine import with_scheme
+
+    spec0 = base_spec(o["task"], scale(o), o)
+    grid = o["grid_points"] or [(m, k) for m in o["m_grid"] for k in o["ks"]]
+    return [with_scheme(spec0, m=m, k=k) for m, k in grid]
+
+
+_training_recipe(
+    "huang2020-figure2", "figure2",
+    "TextHide Figure 2: TextHide-intra over the m x k grid on SST-2 (one folder per --mode: the frozen and the "
+    "fine-tuned panel)",
+    {"task": "sst2", "m_grid": SWEEP_M, "ks": SWEEP_K, "grid_points": None, "mode": "frozen", **BUDGET,
+     "model": None, "seed": None, "repeats": (1, 1)},
+    _figure2_specs, "figure2",
+    lambda o: require(all(k >= 1 for k in o["ks"]) and all(k >= 1 for _, k in o["grid_points"] or ()),
+                      "huang2020-figure2 mixes k >= 1 representations"))
+
+
+# -- Table 6 ---------------------------------------------------------------------------------------------------------
+
+def _table6_specs(o: dict) -> list[RunSpec]:
+    from ..training.engine import with_scheme
+
+    spec0 = base_spec(o["task"], scale(o), o)
+    inter = with_scheme(spec0, m=256, k=4, inter=True)
+    return [spec0, with_scheme(spec0, m=256, k=4), *[replace(inter, public=c) for c in o["public"]]]
+
+
+_training_recipe(
+    "huang2020-table6", "table6",
+    "TextHide Table 6: SST-2, TextHide-inter (256, 4) with each public corpus (wiki, tweets, bbc, qnli-dev, mixed), "
+    "beside intra (256, 4) and the baseline",
+    {"task": "sst2", "public": TABLE6_CORPORA, "mode": "frozen", **BUDGET, "model": None, "seed": None,
+     "repeats": (1, 1)},
+    _table6_specs, "table6", lambda o: _check_public(o["public"]))

@@ -1,43 +1,42 @@
-"""Recipe: DP instance encoding (Xie & Hong 2022, "Differentially Private Instance Encoding against Privacy Attacks").
+"""Recipes: DP instance encoding (Xie & Hong 2022, "Differentially Private Instance Encoding against Privacy
+Attacks").
 
-Figure 1 of the paper: task utility against epsilon for Laplace and Gaussian DP instance encoding, beside plain
-TextHide (16, 4) and the no-privacy baseline. The DP runs use the paper's scheme, Algorithm 1: clip, mix k = 4
-with TextHide's coefficients, noise on each encoding and **no sign mask** (``m = 0``, ``dp-ie``); ``masked=True``
-adds TextHide's (16, 4) masks (``dp-ie-masked``, the variant privnlu ran first). Two calibrations:
-
-* ``correct``: noise calibrated so that every example is (epsilon, delta)-DP over all ``k x epochs`` encodings it
-  takes part in (:func:`privnlu.mechanisms.dp.calibrate`);
-* ``paper``: Theorems 3 and 4 per encoding (:func:`privnlu.mechanisms.dp.paper_mechanism`), **not a valid DP
-  guarantee**; each record carries the epsilon the release really has.
-
-Dev queries are clean (clipped, not noised) by default, as the paper evaluates the model on the private task;
-``noisy_queries=True`` noises them too. CoLA is scored in accuracy, as the paper plots it, with MCC beside.
-Modes: ``frozen`` (cached features) and ``joint`` (the encoder fine-tuned through the noise).
-
-Figure 2: the reconstruction attack (Xie & Hong 2021's pipeline, :mod:`privnlu.experiments.xie2021`) against the
-same mechanisms at every epsilon, on SST-2 and CoLA (:func:`figure2`).
+* Figure 1: task utility against epsilon for Laplace and Gaussian DP instance encoding, beside plain TextHide
+  (16, 4) and the no-privacy baseline. The DP runs use the paper's scheme, Algorithm 1: clip, mix k = 4 with
+  TextHide's coefficients, noise on each encoding and **no sign mask** (``m = 0``, ``dp-ie``); ``--masked`` adds
+  TextHide's (16, 4) masks (``dp-ie-masked``). Two calibrations: ``correct`` (every example (epsilon, delta)-DP
+  over all ``k x epochs`` encodings it takes part in) and ``paper`` (Theorems 3 and 4 per encoding, **not a
+  valid DP guarantee**; each record carries the epsilon the release really has). Dev queries are clean (clipped,
+  not noised) unless ``--noisy-queries``. CoLA is scored in accuracy, as the paper plots it, with MCC beside.
+  Hyperparameters are the scale's first (no selection: the grid is already 8 x 2 x 2 runs per task).
+* Figure 2: the reconstruction attack (Xie & Hong 2021's pipeline) against the same mechanisms at every epsilon.
+* the empirical audit of the calibrations (beyond the paper): a 95 % lower bound on epsilon from many draws of
+  the real mechanism, beside the claim (:mod:`privnlu.attacks.dp_audit`).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..io import read_json, write_json_atomic
-from ..mechanisms.dp import CALIBRATIONS, MECHANISMS, PAPER_EPSILONS, DPSettings, scheme_name
-from .huang2020 import Scale, base_spec, scale
-from ..training.engine import RunSpec, train_run, with_scheme
-from ..training.selection import majority
-from ..training.selection import prepare_head as prepare
-from .xie2021 import run_release
+from ..errors import require
+from .huang2020 import BUDGET, base_spec, prepared, repeat_name, repeats, scale, spec_settings, warm_features
+from .registry import ALIASES, Point, Recipe, RunContext, register
+from .xie2021 import attacker_config, release_run, release_settings, release_settings_of
 
-FIGURE1_TASKS = ("sst2", "cola")
+if TYPE_CHECKING:
+    from ..training.engine import RunSpec
+
+PAPER = "xie2022"
+TASKS = ("sst2", "cola")
+EPSILONS = (0.1, 1, 2, 4, 8, 10, 15, 20)  # the paper's Figure 1 grid
+PAPER_EPSILONS = EPSILONS
+ATTACK_CONDITION = "16:4"  # plain TextHide, the reference of Figure 2
+MECHANISMS = ("gaussian", "laplace")
+CALIBRATIONS = ("correct", "paper")
 TEXTHIDE_POINT = (16, 4)  # the paper compares against TextHide (16, 4)
 DP_K = 4
 GROUP = "xie2022"
-PAPER_TEXTHIDE_ATTACK = 85  # "around 85%" (Section 5.3); see privnlu.paper_values.xie2022
-ATTACK_CONDITION = "16:4"  # plain TextHide, the reference of Figure 2
-FIGURE2_METHODS = ("nmf",)  # the strongest clustering; the paper's rule is in xie2021-table1
 
 
 def dp_point(masked: bool) -> tuple[int, int]:
@@ -45,65 +44,140 @@ def dp_point(masked: bool) -> tuple[int, int]:
     return (TEXTHIDE_POINT[0] if masked else 0, DP_K)
 
 
-def _scores(rec: dict) -> dict:
-    """Accuracy beside the task metric (CoLA: accuracy as the paper plots it, MCC as GLUE scores it)."""
-    ev = next(iter(rec["eval"].values()))
-    return {"accuracy": 100 * ev["accuracy"] if "accuracy" in ev else None}
+def _check(o: dict) -> None:
+    require(set(o["mechanisms"]) <= set(MECHANISMS), f"--dp-mechanisms are {', '.join(MECHANISMS)}")
+    require(set(o["calibrations"]) <= set(CALIBRATIONS), f"--dp-calibrations are {', '.join(CALIBRATIONS)}")
 
 
-def figure1(out: Path, *, tasks: tuple[str, ...] = FIGURE1_TASKS, base: RunSpec | None = None,
-            epsilons: tuple[float, ...] = PAPER_EPSILONS, mechanisms: tuple[str, ...] = MECHANISMS,
-            calibrations: tuple[str, ...] = CALIBRATIONS, clip: float = 1.0, delta: float = 1e-5,
-            noisy_queries: bool = False, masked: bool = False, scale_name: str | Scale = "cpu", mode: str = "frozen",
-            progress: bool = True) -> list[dict]:
-    """Baseline, TextHide (16, 4) and DP-IE at every (mechanism, calibration, epsilon); resumable.
+def _variant(o: dict, *, mode: bool = True) -> str:
+    parts = [] if tuple(o["tasks"]) == TASKS else ["-".join(o["tasks"])]
+    parts += ["masked"] * bool(o["masked"]) + ["noisy-queries"] * bool(o.get("noisy_queries"))
+    return "-".join(parts + ([o["mode"]] if mode else []))
 
-    A run whose results JSON already exists under ``out`` is read back, not retrained. Hyperparameters are the
-    scale's first (no selection: the grid is already 8 x 2 x 2 runs per task; docs/decisions.md, issue 10).
-    """
-    sc: Scale = scale(scale_name)
-    m, k = dp_point(masked)
-    records = []
-    for task in tasks:
-        spec0 = base_spec(task, sc, mode=mode, base=base)
+
+# -- Figure 1 ----------------------------------------------------------------------------------------------------
+
+def _figure1_specs(o: dict) -> list[RunSpec]:
+    from ..mechanisms.dp import DPSettings
+    from ..training.engine import with_scheme
+
+    sc = scale(o)
+    m, k = dp_point(o["masked"])
+    specs = []
+    for task in o["tasks"]:
+        spec0 = base_spec(task, sc, o)
         spec0 = replace(spec0, encoder_lr=sc.encoder_lrs[0], train=replace(spec0.train, lr=sc.lrs[0]))
-        specs = [spec0, with_scheme(spec0, m=TEXTHIDE_POINT[0], k=TEXTHIDE_POINT[1])]
-        specs += [with_scheme(spec0, m=m, k=k, dp=DPSettings(mechanism=mech, epsilon=eps, delta=delta, clip=clip,
-                                                             calibration=cal, noisy_queries=noisy_queries))
-                  for mech in mechanisms for cal in calibrations for eps in epsilons]
-        prep = None
-        for spec in specs:
-            path = out / f"{spec.label}-{mode}.json"
-            done = read_json(path) if path.exists() else None
-            if done is not None and "majority" in done:
-                records.append(done)
-                continue
-            prep = prep or prepare(spec, progress=progress)
-            # ``out=path``: an interrupted joint run resumes from its last epoch (a hidden checkpoint beside it);
-            # a record without the fields below was written by train_run just before an interruption
-            rec = done or train_run(spec, prep, out=path, progress=False, group=GROUP)
-            rec.update({"scale": sc.name, "dp_scheme": scheme_name(spec.scheme.m) if spec.scheme.formal == "dp" else None, "majority": majority(prep),
-                        **_scores(rec)})
-            write_json_atomic(path, rec)
-            records.append(rec)
-            if progress:
-                print(f"  {path.stem:>64s}  {rec['metric']} {rec['score']:.2f}", flush=True)
-    return records
+        specs += [spec0, with_scheme(spec0, m=TEXTHIDE_POINT[0], k=TEXTHIDE_POINT[1])]
+        specs += [with_scheme(spec0, m=m, k=k, dp=DPSettings(mechanism=mech, epsilon=eps, delta=1e-5, clip=1.0,
+                                                             calibration=cal, noisy_queries=bool(o["noisy_queries"])))
+                  for mech in o["mechanisms"] for cal in o["calibrations"] for eps in o["epsilons"]]
+    return specs
 
 
-def figure2(out: Path, *, tasks: tuple[str, ...] = FIGURE1_TASKS, base: RunSpec | None = None, progress: bool = True,
-            epsilons: tuple[float, ...] = PAPER_EPSILONS, mechanisms: tuple[str, ...] = MECHANISMS,
-            calibrations: tuple[str, ...] = CALIBRATIONS, masked: bool = False,
-            methods: tuple[str, ...] = FIGURE2_METHODS) -> list[dict]:
-    """Figure 2: reconstruction-attack success per (task, mechanism, calibration, epsilon), on the DP-IE scheme
-    (``m = 0``; ``masked``: TextHide's (16, 4) masks), plus plain TextHide (16, 4) per task. The attack is
-    privnlu's strongest clustering (``nmf``) unless ``methods`` says otherwise: an auditor bounds leakage with the
-    strongest attack, and the paper's own rule recovers far less even without noise (docs/results_attacks.md)."""
-    m, k = dp_point(masked)
-    cond = f"{m}:{k}"
-    recs = [run_release(out, f"rec_{t}_texthide_m16_k4", t, (ATTACK_CONDITION,), base, progress, methods=methods)
-            for t in tasks]
-    recs += [run_release(out, f"rec_{t}_{scheme_name(m)}_{mech}_{cal}_eps{eps:g}", t, (cond,), base, progress,
-                         DPSettings(mechanism=mech, epsilon=eps, calibration=cal), methods=methods)
-             for t in tasks for mech in mechanisms for cal in calibrations for eps in epsilons]
-    return recs
+def _figure1_points(o: dict) -> list[Point]:
+    return [Point(repeat_name(f"{s.label}-{s.mode}", r), {"spec": spec_settings(s.to_json(), selected=False)})
+            for s in _figure1_specs(o) for r in repeats(o)]
+
+
+def _figure1_run(o: dict, point: Point, ctx: RunContext) -> dict:
+    from ..params import parse_m
+    from ..io import read_json
+    from ..mechanisms.dp import scheme_name
+    from ..training.engine import train_run
+    from ..training.selection import majority
+
+    spec = next(s for s in _figure1_specs(o) if {"spec": spec_settings(s.to_json(), selected=False)} == point.settings)
+    spec, prep = prepared(spec, ctx)
+    # a record the engine wrote just before an interruption is completed, not retrained; an interrupted run
+    # resumes from its last epoch (the engine's checkpoint beside the scratch record)
+    done = read_json(ctx.scratch) if ctx.scratch.exists() else None
+    rec = done or train_run(spec, prep, out=ctx.scratch, progress=False, group=GROUP)
+    ev = next(iter(rec["eval"].values()))
+    is_dp = point.settings["spec"].get("dp") is not None
+    return {**rec, "scale": scale(o).name, "dp_scheme": scheme_name(parse_m(rec["m"])) if is_dp else None,
+            "majority": majority(prep), "accuracy": 100 * ev["accuracy"] if "accuracy" in ev else None}
+
+
+register(Recipe(
+    "xie2022-figure1", PAPER, "figure1",
+    "Xie & Hong 2022 Figure 1: utility against epsilon of DP instance encoding (Laplace, Gaussian; correct and the "
+    "paper's calibration), the paper's scheme without sign mask, beside TextHide (16, 4) and the baseline, on SST-2 "
+    "and CoLA",
+    {"tasks": TASKS, "mode": "frozen", "mechanisms": MECHANISMS, "calibrations": CALIBRATIONS, "epsilons": EPSILONS,
+     "masked": False, "noisy_queries": False, **BUDGET, "model": None, "seed": None, "repeats": (1, 1)},
+    _figure1_points, _figure1_run, lambda r: {"spec": spec_settings(r["spec"], selected=False)},
+    variant=_variant, check=_check, warm=lambda o, ctx: warm_features(_figure1_specs(o), scale(o), ctx)))
+
+
+# -- Figure 2 ----------------------------------------------------------------------------------------------------
+
+def _figure2_points(o: dict) -> list[Point]:
+    from ..mechanisms.dp import scheme_name
+
+    m, k = dp_point(o["masked"])
+    cfg = attacker_config(o["seed"])
+    out = [Point(f"rec_{t}_texthide_m16_k4", release_settings(t, (ATTACK_CONDITION,), o, config=cfg))
+           for t in o["tasks"]]
+    out += [Point(f"rec_{t}_{scheme_name(m)}_{mech}_{cal}_eps{eps:g}",
+                  release_settings(t, (f"{m}:{k}",), o, config=cfg,
+                                   dp={"mechanism": mech, "epsilon": eps, "delta": 1e-5, "clip": 1.0, "calibration": cal}))
+            for t in o["tasks"] for mech in o["mechanisms"] for cal in o["calibrations"] for eps in o["epsilons"]]
+    return out
+
+
+register(Recipe(
+    "xie2022-figure2", PAPER, "figure2",
+    "Xie & Hong 2022 Figure 2: reconstruction attack success against epsilon on DP instance encoding (both "
+    "calibrations) and on plain TextHide (16, 4), SST-2 and CoLA; privnlu's strongest clustering (nmf)",
+    {"tasks": TASKS, "mechanisms": MECHANISMS, "calibrations": CALIBRATIONS, "epsilons": EPSILONS, "masked": False,
+     "methods": ("nmf",), "seed": 0},
+    _figure2_points, lambda o, p, ctx: release_run(o, p, ctx, "xie2022-figure2"), release_settings_of,
+    variant=lambda o: _variant(o, mode=False), check=_check))
+
+
+# -- the empirical audit of the calibrations (beyond the paper) ---------------------------------------------------
+
+#: (mechanism, calibration, claimed epsilon, dimension, k, encodings per example)
+AUDIT_CASES = (
+    ("gaussian", "correct", 1, 64, 1, 1), ("gaussian", "correct", 8, 64, 1, 1), ("gaussian", "correct", 8, 64, 4, 5),
+    ("laplace", "correct", 1, 64, 1, 1), ("laplace", "correct", 8, 64, 1, 1), ("laplace", "correct", 8, 64, 4, 5),
+    ("gaussian", "paper", 1, 64, 1, 1), ("gaussian", "paper", 8, 64, 1, 1),
+    ("laplace", "paper", 1, 64, 1, 1), ("laplace", "paper", 1, 384, 1, 1), ("laplace", "paper", 8, 384, 1, 1),
+    ("laplace", "paper", 8, 64, 4, 5),
+)
+
+
+def _audit_points(o: dict) -> list[Point]:
+    return [Point(f"audit_{mech}_{cal}_eps{eps:g}_d{d}_k{k}x{ep}",
+                  {"mechanism": mech, "calibration": cal, "epsilon": eps, "dim": d, "k": k, "encodings": ep,
+                   "delta": 1e-5, "clip": 1.0, "draws": o["draws"], "seed": o["seed"]})
+            for mech, cal, eps, d, k, ep in AUDIT_CASES]
+
+
+def _audit_run(o: dict, point: Point, ctx: RunContext) -> dict:
+    from ..attacks.dp_audit import audit_encoding, max_certifiable_epsilon
+    from ..mechanisms.dp import calibrate
+    from ..rng import SecretGenerator
+    from ..version import __version__
+
+    s = point.settings
+    cal = calibrate(s["mechanism"], epsilon=s["epsilon"], delta=s["delta"], clip=s["clip"], dim=s["dim"], k=s["k"],
+                    epochs=s["encodings"], calibration=s["calibration"])
+    r = audit_encoding(cal, draws=s["draws"], rng=SecretGenerator(s["seed"], warn=False))
+    return {"kind": "dp-audit", "privnlu": __version__, "mechanism": s["mechanism"], "draws_per_hypothesis": s["draws"],
+            "experiment_seed": s["seed"], "results": [r.to_json()], "violated": r.violated,
+            "case": {k: s[k] for k in ("calibration", "epsilon", "dim", "k", "encodings", "delta", "clip")},
+            "largest_certifiable_epsilon": {"delta0": max_certifiable_epsilon(s["draws"] // 2),
+                                            "delta1e-5": max_certifiable_epsilon(s["draws"] // 2, 1e-5)}}
+
+
+register(Recipe(
+    "xie2022-dp-audit", PAPER, "dp-audit",
+    "Beyond the paper: empirical DP audits of DP instance encoding under the correct and the paper's calibrations "
+    "(a 95 % lower bound on epsilon from the real mechanism, beside the claimed epsilon)",
+    {"draws": 100_000, "seed": 0},
+    _audit_points, _audit_run,
+    lambda r: {"mechanism": r["mechanism"], **r["case"], "draws": r["draws_per_hypothesis"], "seed": r["experiment_seed"]}))
+
+# old recipe names, accepted for one release
+ALIASES.update({"xie2022-figure2-attack": "xie2022-figure2", "xie2022-figure1-clean-queries": "xie2022-figure1"})

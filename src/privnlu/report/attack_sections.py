@@ -55,7 +55,7 @@ def _example_rows(r: dict) -> list[list[object]]:
 
 
 def _examples_note(r: dict) -> str:
-    which = "Table 4" if r["attack"] == "search" else "Table 7"
+    which = "Table 4" if r["attack"].startswith("search") else "Table 7"
     return (f"Example queries (as TextHide {which}): the first queries of the run, and the first query that "
             f"retrieved its own sentence where none of those did.")
 
@@ -102,6 +102,21 @@ def attack_leakage(records: list[dict], ctx: Context) -> str | None:
                 f"{r['n_queries']} queries, corpus {html.escape(str(r.get('corpus')))} ({r.get('corpus_size')} sentences).</p>"
                 + table(["condition", "m", "k", *METRICS], rows) + _paper_block(r) + _examples_block(r))
     return out
+
+
+def _examples_markdown(records: list[dict]) -> str | None:
+    """Example queries kept on their own (``huang2020-table4``: a search run's queries and answers)."""
+    parts = [f"**{r['task']}** ({r['n_queries']} queries of the search in {r.get('from')}, corpus {r.get('corpus')}, "
+             f"{r.get('corpus_size')} sentences). {_examples_note(r)}\n\n" + md_table(EXAMPLE_HEAD, _example_rows(r))
+             for r in _attacks(records, {"search-examples"})]
+    return "\n\n".join(parts) or None
+
+
+@section("attack_examples", "Attacks: example queries and answers (TextHide Table 4)", order=40,
+         markdown=_examples_markdown)
+def attack_examples(records: list[dict], ctx: Context) -> str | None:
+    runs = _attacks(records, {"search-examples"})
+    return "".join(f"<h3>{html.escape(r['task'])}</h3>" + _examples_block(r) for r in runs) or None
 
 
 REC_INTRO = (
@@ -188,7 +203,7 @@ def attack_reconstruction_scaling(records: list[dict], ctx: Context) -> str | No
                     s["success_lenient"])
     out = ("<p>Success against the number of private examples (50 encodings each); pairs from a k-NN graph of the "
            "abs() features (FAISS), clustering and solving on the sparse graph. Release: private-sample seed / "
-           "defender seed (experiment-only seeds; '-': records before session 14). Claimed: originals that some group "
+           "defender seed (experiment-only seeds; '-': records that do not state them). Claimed: originals that some group "
            "stands for, an upper bound on every success metric. Wall seconds on the stated threads and peak resident "
            "memory of the benchmark process (benchmarks/bench_reconstruction.py). The curve is lenient success, the mean "
            "over releases where a setting has several (bars: minimum to maximum).</p>"

@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 from ..version import __version__
 from ..errors import PrivnluError
 from ..io import write_text_atomic
-from .registry import SECTIONS, Context, plural
+from .registry import SECTIONS, Context, TextOnly, html_markdown, plural
 
 #: one module per feature area; each registers its sections when imported (see :mod:`.registry`)
 SECTION_MODULES = ("audit_sections", "texthide_sections", "attack_sections", "dp_sections", "dp_attack_sections",
@@ -124,9 +124,19 @@ def _fails(render, rec: dict) -> bool:
 
 
 def markdown_report(paths: list[str | Path]) -> str:
-    """The sections that have a Markdown form, as text (for the documentation pages, :mod:`.docs`)."""
+    """Every section as Markdown text (for the documentation pages, :mod:`.docs`): its own Markdown form, else
+    its HTML's tables and text (figures left out)."""
+    import tempfile
+
     records = load_results(paths)
-    bodies, _ = _render_all(records, lambda sec, recs: sec.markdown(recs) if sec.markdown else None)
+
+    def render(sec, recs):
+        if sec.markdown:
+            return sec.markdown(recs)
+        body = sec.render(recs, TextOnly(Path(tempfile.gettempdir())))
+        return html_markdown(body) if body else None
+
+    bodies, _ = _render_all(records, render)
     return "\n".join(f"### {sec.title}\n\n{body}\n" for sec, body in bodies)
 
 

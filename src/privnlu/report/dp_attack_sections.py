@@ -88,3 +88,35 @@ def dp_attack(records: list[dict], ctx: Context) -> str | None:
     if not data:
         return None
     return f"<p>{NOTE}{_claims()}</p>" + "".join(f"<h3>{task}</h3>" + table(*_rows(task, *v)) for task, v in data.items())
+
+
+AUDIT_HEAD = ["mechanism", "case", "claimed epsilon", "accounted epsilon", "delta", "eps_lb (95 %)", "draws",
+              "largest certifiable epsilon", "verdict"]
+
+
+def _audit_rows(records: list[dict]) -> list[list[object]]:
+    """One row per audited claim of the empirical DP audits (records of kind "dp-audit")."""
+    rows = []
+    for r in records:
+        if r.get("kind") != "dp-audit":
+            continue
+        for a in r["results"]:
+            d = a.get("details") or {}
+            case = " / ".join(d["tokens"]) if "tokens" in d else ", ".join(
+                f"{k} {v}" for k, v in (r.get("case") or {}).items() if k in ("dim", "k", "encodings"))
+            rows.append([a["mechanism"], case, f"{a['claimed_epsilon']:.3g}",
+                         f"{d['accounted_epsilon']:.3g}" if "accounted_epsilon" in d else "-", f"{a['delta']:g}",
+                         f"{a['eps_lb']:.2f}", a["draws"], f"{a['power']:.2f}",
+                         "caught" if a["violated"] else "passes"])
+    return rows
+
+
+def dp_audit_md(records: list[dict]) -> str | None:
+    rows = _audit_rows(records)
+    return md_table(AUDIT_HEAD, rows) if rows else None
+
+
+@section("dp_audit", "Empirical DP audits: a lower bound on epsilon beside the claim", order=52, markdown=dp_audit_md)
+def dp_audit(records: list[dict], ctx: Context) -> str | None:
+    rows = _audit_rows(records)
+    return table(AUDIT_HEAD, rows) if rows else None

@@ -102,3 +102,64 @@ def md_table(headers: list[str], rows: list[list[object]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(fmt(v) for v in r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+class TextOnly(Context):
+    """A context for Markdown output: figures are closed, not saved (the page's figures have no Markdown form)."""
+
+    def figure(self, fig, name: str, alt: str) -> str:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        return ""
+
+
+def html_markdown(fragment: str) -> str:
+    """A section's HTML as Markdown: paragraphs and headings as text, tables as Markdown tables, images dropped."""
+    from html.parser import HTMLParser
+
+    class Parser(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.blocks: list[str] = []
+            self.text: list[str] = []
+            self.rows: list[list[str]] | None = None
+            self.cell: list[str] | None = None
+
+        def handle_starttag(self, tag, attrs) -> None:
+            if tag == "table":
+                self._flush()
+                self.rows = []
+            elif tag == "tr" and self.rows is not None:
+                self.rows.append([])
+            elif tag in ("td", "th"):
+                self.cell = []
+            elif tag == "br":
+                self.text.append(" ")
+
+        def handle_endtag(self, tag) -> None:
+            if tag in ("td", "th") and self.cell is not None and self.rows:
+                self.rows[-1].append(" ".join("".join(self.cell).split()).replace("|", "\\|"))
+                self.cell = None
+            elif tag == "table" and self.rows is not None:
+                rows = [r for r in self.rows if r]
+                if rows:
+                    self.blocks.append(md_table(rows[0], rows[1:]))
+                self.rows = None
+            elif tag in ("p", "h3", "h4", "li", "div"):
+                self._flush(bold=tag in ("h3", "h4"))
+
+        def handle_data(self, data: str) -> None:
+            (self.cell if self.cell is not None else self.text).append(data)
+
+        def _flush(self, bold: bool = False) -> None:
+            text = " ".join("".join(self.text).split())
+            if text:
+                self.blocks.append(f"**{text}**" if bold else text)
+            self.text = []
+
+    p = Parser()
+    p.feed(fragment)
+    p.close()
+    p._flush()
+    return "\n\n".join(p.blocks)

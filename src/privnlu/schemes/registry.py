@@ -92,6 +92,16 @@ def for_finetune_mode(mode: str) -> type[Scheme]:
     raise PrivnluError(f"unknown fine-tuning mode '{mode}'")
 
 
+def record_name(record: dict) -> str:
+    """The registry name of the scheme a results record (or its ``spec``) names: records written before the
+    registry say ``dp``, or ``texthide`` with an ``inter`` field."""
+    point = record.get("point") or {}
+    name = str(record.get("scheme") or point.get("scheme") or "none")
+    legacy = {"texthide": "texthide-inter" if record.get("inter") else "texthide",
+              "dp": "dp-ie", "texthide-intra": "texthide", "dchi": str(record.get("variant"))}
+    return legacy.get(name, name)
+
+
 def from_record(record: dict) -> Scheme:
     """The scheme of a results record (``train``, ``audit``), a ``privnlu.json`` privacy block or a federated
     config; records written before the registry name the scheme ``dp``/``texthide`` with ``inter`` and ``dp``
@@ -100,11 +110,7 @@ def from_record(record: dict) -> Scheme:
         params = dict(record["scheme"])
         return create(params.pop("name"), **params)
     point = record.get("point") or {}
-    name = str(record.get("scheme") or point.get("scheme") or "none")
-    legacy = {"texthide": "texthide-inter" if record.get("inter") else "texthide",
-              "dp": "dp-ie", "texthide-intra": "texthide", "dchi": str(record.get("variant"))}
-    name = legacy.get(name, name)
-    cls = get(name, warn=False)
+    cls = get(record_name(record), warn=False)
     fields_ = {o.dest for o in cls.options()}
     params = {k: record.get(k, point.get(k)) for k in ("m", "k", "eta") if k in fields_}
     if "inter" in fields_:

@@ -1,0 +1,2 @@
+#!/bin/sh
+privnlu reproduce qu2021-table4

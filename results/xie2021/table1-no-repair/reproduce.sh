@@ -1,0 +1,2 @@
+#!/bin/sh
+privnlu reproduce xie2021-table1 --nmf-repair-iters 0
