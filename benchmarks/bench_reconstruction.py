@@ -21,6 +21,8 @@ import time
 
 import torch
 
+from privnlu.attacks.reconstruction_scale import reference_all_pairs
+
 
 def load_x(task: str, n_needed: int, train_limit: int | None) -> tuple[torch.Tensor, torch.Tensor, list[str], str]:
     try:
@@ -32,29 +34,6 @@ def load_x(task: str, n_needed: int, train_limit: int | None) -> tuple[torch.Ten
         g = torch.Generator().manual_seed(0)
         return (torch.randn(n_needed, 384, generator=g), torch.randint(0, 2, (n_needed,), generator=g), [str(i) for i in range(n_needed)],
                 f"random ({exc})")
-
-
-def reference_all_pairs(feats: torch.Tensor, rows: int, materialise: bool) -> float:
-    """Seconds to score all ``N^2`` pairs with a factorised network of the default shape, extrapolated from
-    ``rows`` rows (``materialise``: build each concatenated pair input ``[a; b]`` instead)."""
-    from privnlu.attacks.reconstruction import PairScorer
-
-    torch.manual_seed(0)
-    net = PairScorer(feats.shape[1], 128, 32)
-    N = len(feats)
-    rows = min(rows, N)
-    with torch.no_grad():
-        t0 = time.perf_counter()
-        if materialise:
-            lin = torch.nn.Linear(2 * feats.shape[1], 128)
-            for i in range(rows):
-                pair = torch.cat([feats[i].expand(N, -1), feats], 1)
-                _ = net.w(torch.relu(lin(pair))).squeeze(-1)
-        else:
-            ua, vb = net.u(feats[:rows]), net.v(feats)
-            for s in range(0, rows, 32):
-                _ = torch.relu(ua[s : s + 32, None, :] + vb[None]) @ net.w.weight[0]
-        return (time.perf_counter() - t0) * N / rows
 
 
 def main() -> None:

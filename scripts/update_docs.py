@@ -15,6 +15,6 @@ sys.path.insert(0, str(ROOT / "src"))
 from privnlu.report.docs import update  # noqa: E402
 
 if __name__ == "__main__":
-    pages = [Path(p) for p in sys.argv[1:]] or sorted((ROOT / "docs").rglob("*.md"))
+    pages = [Path(p).resolve() for p in sys.argv[1:]] or sorted((ROOT / "docs").rglob("*.md"))
     changed = [p for p in pages if update(p, ROOT)]
     print("\n".join(f"updated {p.relative_to(ROOT)}" for p in changed) or "every page matches its records")

@@ -308,3 +308,17 @@ def test_figure2_report_sets_attack_success_against_epsilon_beside_the_papers_te
     assert md.count("around 85%") == 1
     assert dp_attack_md(recs[:1]) is None  # no DP release: no Figure 2 section
     assert attack_reconstruction(recs[1:], None) is None  # DP releases are not listed again as plain attacks
+
+
+@pytest.mark.slow
+def test_qu2021_table4_runs_a_point_of_each_input_mode(tmp_path):
+    """The fine-tuning recipe runs (packaged MiniLM, 40 toy examples, 1 epoch) and writes one scrubbed record per
+    point; a rerun reads both back."""
+    glue = toy_glue_dir(tmp_path, 40)
+    argv = ["reproduce", "qu2021-table4", "--out", str(tmp_path / "t4"), "--seeds", "0", "--encoders", "transformer",
+            "--modes", "null,text", "--etas", "100", "--epochs", "1", "--train-limit", "40", "--data-dir", str(glue),
+            "--quiet"]
+    assert main(argv) == 0
+    recs = _records(tmp_path / "t4")
+    assert len(recs) == 2 and not [s for r in recs.values() for s in registry.absolute_paths(r)]
+    assert main([*argv, "--dry-run"]) == 0

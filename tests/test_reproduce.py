@@ -174,7 +174,7 @@ def test_derived_recipes_read_their_source_records_and_refuse_a_missing_one(tmp_
     assert main(["reproduce", "huang2020-figure3", "--source", "t2", "--out", "f3"]) == 0
     fig = json.loads((tmp_path / "f3" / "curves.json").read_text())
     assert [(r["outcome"], r["d"], r["seed"]) for r in fig["rows"]] == [("succeeded", 4, 1), ("failed", 4, 2)]
-    assert "a successful and a failed attack" in markdown_report([tmp_path / "f3"])
+    assert "the first successful and the first failed attack" in markdown_report([tmp_path / "f3"])
     example = {"query_number": 0, "query": "q", "query_label": 1, "retrieved": "q", "retrieved_label": 1, "exact": True}
     search = {"kind": "attack", "attack": "search", "task": "cola", "n_queries": 5, "experiment_seed": 0,
               "conditions": {"baseline": {"m": "0", "k": 1, "metrics": {}, "examples": [example]}}}

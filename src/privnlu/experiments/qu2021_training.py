@@ -75,7 +75,7 @@ def _prepared(task: str, model: str | None, train_limit: int | None, data_dir: s
 
 def finetune_run(task: str, config, *, model: str | None, train_limit: int | None, tag: str, ctx: RunContext) -> dict:
     """One fine-tuning run; its model folder goes to a hidden folder beside the record."""
-    from ..models.saving import export_dchi_model
+    from ..training.export import export_dchi_model
     from ..rng import SecretGenerator, derive_seed
     from ..training import private_finetune as pf
 

@@ -3,7 +3,7 @@
 Sentences are sorted by token length and padded per batch, so short sentences
 do not pay for long ones; the result is returned in the original order. The
 forward pass runs under ``torch.inference_mode``; ``bf16=True`` runs it under
-CPU/GPU autocast to bfloat16 (:mod:`.precision`; measured accuracy cost in docs/findings.md).
+CPU/GPU autocast to bfloat16 (:mod:`.precision`).
 
 The cache stores one file per (model, task, split, max length, pooling,
 precision). Each file records a fingerprint of the model weights and of the

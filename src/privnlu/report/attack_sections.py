@@ -129,17 +129,160 @@ REC_INTRO = (
     "1/n); <b>strict</b> = nearest among the originals plus the stated number of same-split distractors; "
     "<b>sentence</b> = the nearest sentence of the whole candidate corpus is the true sentence. The paper's "
     "Table 1 does not say which pool it judges against; it is compared here with <b>lenient</b>, the most generous "
-    "of the three (strict and sentence are shown beside it).</p>")
+    "of the three (strict and sentence are shown beside it). <b>purity</b>: the share of a group's members that "
+    "contain the original the group stands for; <b>cos</b>: the mean cosine between a recovered vector's absolute "
+    "values and its original's.</p>")
 
 
-@section("attack_reconstruction", "Attacks: reconstruction of TextHide encodings (Xie & Hong 2021)", order=41)
+METHOD_ORDER = ("paper-greedy", "threshold", "clique", "nmf")
+
+
+def _method_key(m: str) -> tuple[int, str]:
+    return (METHOD_ORDER.index(m) if m in METHOD_ORDER else len(METHOD_ORDER), m)
+
+
+def _plain_reconstructions(records: list[dict]) -> list[dict]:
+    from .dp_attack_sections import is_dp_release
+
+    return [r for r in _attacks(records, {"reconstruct"}) if not is_dp_release(r)]  # DP releases: Figure 2's section
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def _spread(vals: list[float], digits: int = 1, each: bool = True) -> str:
+    """One value as is; several (one per seed) as ``mean ± sd (a / b / c)``, so the spread is never hidden."""
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return "-"
+    if len(vals) == 1:
+        return f"{vals[0]:.{digits}f}"
+    import statistics
+
+    out = f"{statistics.mean(vals):.{digits}f} ± {statistics.stdev(vals):.{digits}f}"
+    return out + (f" ({' / '.join(f'{v:.{digits}f}' for v in vals)})" if each else "")
+
+
+def _lenient(v: dict) -> float | None:
+    return v.get("success_lenient", v.get("success"))
+
+
+def _mk(c: dict) -> str:
+    return f"({c['m']}, {c['k']})"
+
+
+def _reconstruction_md(records: list[dict]) -> str | None:
+    """Markdown form: per task, lenient success by condition and method beside the paper's Table 1 (one compact
+    table), then every metric; releases of several experiment seeds are averaged (mean ± sample sd, each seed
+    listed)."""
+    import statistics
+
+    from .. import paper_values as pv
+    from ..paper_values.xie2021 import TASK_ROWS, table1_column
+
+    runs = _plain_reconstructions(records)
+    if not runs:
+        return None
+    parts = [html_to_text(REC_INTRO)]
+    groups: dict[tuple, list[dict]] = {}
+    for r in runs:
+        dis = next((v.get("n_distractors") for c in r["conditions"].values() for v in c["methods"].values()
+                    if v.get("n_distractors")), None)
+        key = (r["task"], r["n_queries"], r.get("epochs"), dis, r.get("corpus"), r.get("corpus_size"),
+               any(c.get("graph_neighbours") for c in r["conditions"].values()))
+        groups.setdefault(key, []).append(r)
+    pair_rows = []
+    figure1 = False
+    for (task, n, epochs, dis, corpus, corpus_size, graph), recs in groups.items():
+        # (m, k) -> method -> list of per-seed method results; (m, k) -> network -> per-seed accuracies
+        cells: dict[tuple[int, int], dict[str, list[dict]]] = {}
+        nets: dict[tuple[int, int], dict[str, list[dict]]] = {}
+        conds: dict[tuple[int, int], dict] = {}
+        for r in recs:
+            for c in r["conditions"].values():
+                mk = (int(c["m"]), int(c["k"]))
+                conds.setdefault(mk, c)
+                for m, v in c["methods"].items():
+                    cells.setdefault(mk, {}).setdefault(m, []).append(v)
+                for net, acc in (c.get("pair_accuracy") or {}).items():
+                    nets.setdefault(mk, {}).setdefault(net, []).append(acc)
+        order = sorted(cells)
+        methods = sorted({m for mk in order for m in cells[mk]}, key=_method_key)
+        seeds = sorted({r.get("experiment_seed") for r in recs if r.get("experiment_seed") is not None})
+        paper = {mk: pv.lookup("xie2021", "Table 1", TASK_ROWS.get(task, task), table1_column(mk[1])) if mk[0] == 1
+                 else None for mk in order}
+        figure1 |= len({mk[0] for mk in order}) > 1  # a sweep over the mask pool size
+        runs_per = max(len(v) for mk in order for v in cells[mk].values())
+        head = (f"**{task}**: {n} private examples x {epochs} encodings each"
+                f"{' (k-NN graph)' if graph else ''}; strict pool: the originals + {dis} distractors; sentence "
+                f"corpus: {corpus} ({corpus_size} sentences); experiment seed{'s' if len(seeds) > 1 else ''} "
+                f"{', '.join(map(str, seeds))}"
+                + (f" (mean ± sample sd over the {runs_per} seeds, each seed in brackets)" if runs_per > 1 else "")
+                + ".")
+        has_paper = any(v is not None for v in paper.values())  # none for releases off Table 1's grid
+        pivot = [["paper (Table 1)", *[_pct(paper[mk].value) if paper[mk] is not None else "-" for mk in order]]] \
+            if has_paper else []
+        for m in methods:
+            pivot.append([m, *[_spread([_lenient(v) for v in cells[mk].get(m, [])], each=False) for mk in order]])
+        if len(order) > 1:  # one condition: the table of every metric says it all
+            parts.append(head + "\n\nLenient success, % of the originals:\n\n"
+                         + md_table(["method \\ (m, k)", *[_mk(conds[mk]) for mk in order]], pivot))
+        else:
+            parts.append(head)
+        rows = []
+        for mk in order:
+            for m in methods:
+                vs = cells[mk].get(m)
+                if not vs:
+                    continue
+                lenient = [_lenient(v) for v in vs]
+                p, _, d = pv.compare_cells(statistics.mean(lenient), paper[mk])
+                rows.append([_mk(conds[mk]), m, *([p] if has_paper else []), _spread(lenient), *([d] if has_paper else []),
+                             _spread([v.get("success_strict") for v in vs], each=False),
+                             _spread([v.get("success_sentence") for v in vs], each=False),
+                             _spread([v.get("purity") for v in vs], 2, each=False),
+                             _spread([v.get("cosine_to_truth") for v in vs], 2, each=False)])
+        head = ["(m, k)", "method", "paper (Table 1)", "lenient %", "diff", "strict %", "sentence %", "purity", "cos"]
+        parts.append("Every metric:\n\n" + md_table([h for h in head if has_paper or h not in ("paper (Table 1)", "diff")],
+                                                      rows))
+        for mk in order:
+            for net, accs in sorted(nets.get(mk, {}).items(), reverse=True):
+                held = [100 * a["heldout"] for a in accs]
+                p, _, d = pv.compare_cells(statistics.mean(held),
+                                           pv.lookup("xie2021", "Section 4.2", "pair network", "accuracy"))
+                pair_rows.append([task, _mk(conds[mk]), "paper's vanilla MLP" if net == "mlp" else "privnlu factorised",
+                                  p, _spread(held), d,
+                                  _spread([100 * a["release"]["balanced_accuracy"] for a in accs])])
+    if figure1:
+        claim = next((v.claim for v in pv.values("xie2021", "Figure 1") if v.claim), "")
+        parts.append("The paper's Table 1 has m = 1 only; for m > 1 (its Figure 1, an image without values) its text "
+                     f"claims: {claim}.")
+    if pair_rows:
+        parts.append("**Pair networks: accuracy on pairs \"share an original?\"** Held out: a fresh release the "
+                     "attacker simulates itself (balanced, as its training pairs); real release: balanced accuracy on "
+                     "the attacked release (auditor side). Paper: Xie & Hong 2021, section 4.2 (its evaluation pairs "
+                     "are not described).\n\n"
+                     + md_table(["task", "(m, k)", "network", "paper %", "held-out %", "diff", "real release %"],
+                                pair_rows))
+    return "\n\n".join(parts)
+
+
+def html_to_text(fragment: str) -> str:
+    """An HTML note as Markdown text: <b> as bold, other tags dropped."""
+    import re
+
+    text = re.sub(r"</?b>", "**", fragment)
+    return html.unescape(re.sub(r"<[^>]+>", "", text)).strip()
+
+
+@section("attack_reconstruction", "Attacks: reconstruction of TextHide encodings (Xie & Hong 2021)", order=41,
+         markdown=_reconstruction_md)
 def attack_reconstruction(records: list[dict], ctx: Context) -> str | None:
     from .. import paper_values as pv
     from ..paper_values.xie2021 import TASK_ROWS, table1_column
 
-    from .dp_attack_sections import is_dp_release
-
-    runs = [r for r in _attacks(records, {"reconstruct"}) if not is_dp_release(r)]  # DP releases: Figure 2's section
+    runs = _plain_reconstructions(records)
     if not runs:
         return None
     out = REC_INTRO
@@ -162,7 +305,7 @@ def attack_reconstruction(records: list[dict], ctx: Context) -> str | None:
                                   *pv.compare_cells(100 * acc["heldout"], pv.lookup("xie2021", "Section 4.2", "pair network", "accuracy")),
                                   round(100 * acc["release"]["balanced_accuracy"], 1)])
         dis = next((v.get("n_distractors") for c in r["conditions"].values() for v in c["methods"].values() if v.get("n_distractors")), None)
-        out += (f"<h3>{html.escape(r['task'])}: {r['n_queries']} private examples x {r.get('epochs')} epochs"
+        out += (f"<h3>{html.escape(r['task'])}: {r['n_queries']} private examples x {r.get('epochs')} encodings each"
                 f"{' (k-NN graph, ' + str(r['conditions'][next(iter(r['conditions']))].get('graph_neighbours')) + ' neighbours)' if any(c.get('graph_neighbours') for c in r['conditions'].values()) else ''}</h3>"
                 f"<p class='note'>strict pool: originals + {dis} distractors; sentence corpus: {html.escape(str(r.get('corpus')))} "
                 f"({r.get('corpus_size')} sentences); seed {r.get('experiment_seed')}.</p>"
@@ -183,16 +326,80 @@ def _scale_setting(r: dict) -> str:
     return graph + ("" if iters is None else f", repair {rounds} x {iters}")
 
 
-@section("attack_reconstruction_scaling", "Attacks: reconstruction at the size of a real release", order=42)
-def attack_reconstruction_scaling(records: list[dict], ctx: Context) -> str | None:
-    runs = sorted((r for r in records if r.get("kind") == "attack" and r.get("attack") == "reconstruct-scale"),
+SCALE_NOTE = ("Success against the number of private examples n (50 encodings each). Pairs: all pairs, or a k-NN graph "
+              "of the abs() features (FAISS), with clustering and solving on the sparse graph. Repair: the passes of "
+              "nmf's duplicate-group repair x their iterations. Release: private-sample seed / defender seed "
+              "(experiment-only seeds; '-': the record does not state them, and the recipe reads it as 0 / 1). "
+              "Claimed: originals that some group stands for, an upper bound on every success metric (blank: not "
+              "recorded). Seconds: wall time of the whole attack on the stated threads (it depends on the machine and "
+              "its load); peak GiB: the attack process's peak resident memory.")
+
+
+def _scale_runs(records: list[dict]) -> list[dict]:
+    return sorted((r for r in records if r.get("kind") == "attack" and r.get("attack") == "reconstruct-scale"),
                   key=lambda r: (r.get("task", ""), r["n_private"]))
+
+
+def _scale_release(r: dict) -> str:
+    return f"{r['sample_seed']} / {r['defender_seed']}" if "sample_seed" in r else "-"
+
+
+def _scale_where(runs: list[dict]) -> str:
+    """What every release of a task shares: the scheme's (m, k) and the examples the sets are drawn from."""
+    out = []
+    for task in sorted({r.get("task", "") for r in runs}):
+        rs = [r for r in runs if r.get("task", "") == task]
+        mks = sorted({f"({r.get('m')}, {r.get('k')})" for r in rs})
+        limits = sorted({r.get("train_limit") for r in rs}, key=str)
+        src = (f"the first {limits[0]} training examples" if len(limits) == 1 and limits[0] else "the training split")
+        out.append(f"{task}: TextHide {', '.join(mks)}; private, auxiliary and distractor examples and the sentence "
+                   f"corpus drawn from {src}")
+    return "; ".join(out) + "."
+
+
+def _scale_markdown(records: list[dict]) -> str | None:
+    """Markdown form: where a setting has several releases, their mean ± sample sd first; then every release."""
+    runs = _scale_runs(records)
+    if not runs:
+        return None
+    groups: dict[tuple, list[tuple[dict, str, dict]]] = {}
+    rows = []
+    for r in runs:
+        for m, s in r["success"].items():
+            claimed = (r.get("claimed") or {}).get(m)
+            rows.append([r.get("task"), r["n_private"], r["n_encodings"], _scale_setting(r), _scale_release(r), m,
+                         _pct(s.get("success_lenient")), _pct(s.get("success_strict")), _pct(s.get("success_sentence")),
+                         "" if claimed is None else _pct(claimed), f"{r['attack_total_seconds']:.0f}",
+                         r.get("threads", 1), r["peak_rss_gib"]])
+            groups.setdefault((r.get("task"), r["n_private"], _scale_setting(r), m), []).append((r, m, s))
+    parts = [SCALE_NOTE + " " + _scale_where(runs)]
+    if any(len(g) > 1 for g in groups.values()):
+        summary = []
+        for (task, n, setting, m), g in groups.items():
+            claimed = [(r.get("claimed") or {}).get(m) for r, _, _ in g]
+            summary.append([task, n, setting, m, len(g),
+                            *[_spread([s.get(f"success_{w}") for _, _, s in g], each=False)
+                              for w in ("lenient", "strict", "sentence")],
+                            "" if None in claimed else _spread(claimed, each=False)])
+        parts.append("Over releases (mean ± sample sd where a setting has several; each release in the table below):\n\n"
+                     + md_table(["task", "n", "setting", "method", "releases", "lenient %", "strict %", "sentence %",
+                                 "claimed %"], summary))
+        parts.append("Every release:")
+    parts.append(md_table(["task", "n", "encodings", "setting", "release", "method", "lenient %", "strict %",
+                           "sentence %", "claimed %", "seconds", "threads", "peak GiB"], rows))
+    return "\n\n".join(parts)
+
+
+@section("attack_reconstruction_scaling", "Attacks: reconstruction at the size of a real release", order=42,
+         markdown=_scale_markdown)
+def attack_reconstruction_scaling(records: list[dict], ctx: Context) -> str | None:
+    runs = _scale_runs(records)
     if not runs:
         return None
     rows = []
     curves: dict[tuple[str, str, str], dict[int, list[float]]] = {}
     for r in runs:
-        release = f"{r['sample_seed']} / {r['defender_seed']}" if "sample_seed" in r else "-"
+        release = _scale_release(r)
         setting = _scale_setting(r)
         for m, s in r["success"].items():
             rows.append([r.get("task"), r["n_private"], r["n_encodings"], setting, release, m,
@@ -201,12 +408,8 @@ def attack_reconstruction_scaling(records: list[dict], ctx: Context) -> str | No
             if s.get("success_lenient") is not None:
                 curves.setdefault((r.get("task", ""), setting, m), {}).setdefault(r["n_private"], []).append(
                     s["success_lenient"])
-    out = ("<p>Success against the number of private examples (50 encodings each); pairs from a k-NN graph of the "
-           "abs() features (FAISS), clustering and solving on the sparse graph. Release: private-sample seed / "
-           "defender seed (experiment-only seeds; '-': records that do not state them). Claimed: originals that some group "
-           "stands for, an upper bound on every success metric. Wall seconds on the stated threads and peak resident "
-           "memory of the benchmark process (benchmarks/bench_reconstruction.py). The curve is lenient success, the mean "
-           "over releases where a setting has several (bars: minimum to maximum).</p>"
+    out = (f"<p>{html.escape(SCALE_NOTE + ' ' + _scale_where(runs))} The curve is lenient success, the mean over "
+           "releases where a setting has several (bars: minimum to maximum).</p>"
            + table(["task", "n", "encodings", "setting", "release", "method", "lenient %", "strict %", "sentence %",
                     "claimed %", "seconds", "threads", "peak GiB"], rows))
     try:

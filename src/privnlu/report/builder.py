@@ -99,7 +99,7 @@ def _render_all(records: list[dict], render) -> tuple[list, list[dict]]:
     records = list(records)
     while True:
         try:
-            return [(sec, body) for sec in sorted(SECTIONS.values(), key=lambda s: s.order)
+            return [(sec, body) for sec in sorted(SECTIONS.values(), key=lambda s: (s.order, s.name))
                     if (body := render(sec, records))], records
         except RECORD_ERRORS as exc:
             bad = [r for r in records if _fails(render, r)]

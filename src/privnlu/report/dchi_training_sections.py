@@ -27,9 +27,36 @@ def _rows(recs: list[dict]) -> list[list[object]]:
 FT_HEADERS = ["task", "tag", "encoder", "mode", "eta", "train", "dev", "epochs", "dev score"]
 
 
+FT_MD_HEADERS = ["task", "tag", "encoder", "mode", "eta", "train", "dev", "epochs", "runs", "dev accuracy % per seed",
+                 "mean"]
+
+
+def _compact_rows(recs: list[dict]) -> list[list[object]]:
+    """One row per setting (task, tag, encoder, mode, eta, budget): every seed's score and their mean."""
+    groups: dict[tuple, list[tuple[int | None, float]]] = {}
+    for r in recs:
+        key = (r["task"], r.get("tag") or "", r["encoder"], r["mode"], r["eta"] or 0.0, r["train_size"], r["dev_size"],
+               r["epochs"])
+        acc = (r.get("metrics") or {}).get("accuracy")
+        groups.setdefault(key, []).append((r.get("seed"), r["score"] if acc is None else 100.0 * acc))
+    rows = []
+    for (task, tag, enc, mode, eta, train, dev, epochs), runs in sorted(groups.items(), key=lambda kv: tuple(
+            str(x) if i < 4 else x for i, x in enumerate(kv[0]))):
+        runs = sorted(runs, key=lambda sr: (sr[0] is None, sr[0] if sr[0] is not None else 0))
+        per = " / ".join(f"{v:.2f}" + ("" if s is not None else " (unseeded)") for s, v in runs)
+        rows.append([task, tag, enc, mode, "" if mode == "null" else f"{eta:g}", train, dev, epochs, len(runs), per,
+                     f"{sum(v for _, v in runs) / len(runs):.2f}"])
+    return rows
+
+
 def _finetune_md(records: list[dict]) -> str | None:
     recs = _finetune(records)
-    return md_table(FT_HEADERS, _rows(recs)) if recs else None
+    if not recs:
+        return None
+    return ("Dev accuracy (%) of every run, one row per setting, seeds in increasing order (seed 0 first); a task "
+            "scored by another metric (MRPC: F1) has that score in its records too. A 'tag' names the pretrained "
+            "encoder a run starts from (blank: the packaged MiniLM).\n\n"
+            + md_table(FT_MD_HEADERS, _compact_rows(recs)))
 
 
 @section("dchi_finetune", "d_chi: utility against eta under privacy-constrained fine-tuning (paper Tables 4-5)",
@@ -92,9 +119,17 @@ def _pretrain_rows(recs: list[dict]) -> list[list[object]]:
     return [[f"{v:.4f}" if isinstance(v, float) else v for v in row] for row in rows]
 
 
+PT_NOTE = ("Masked-token accuracy (predicting the original token) on held-out corpus text, with clean input and "
+           "with input privatized at eta ('input': rep = M_rep vectors, text = M_txt tokens); 'at start' = after "
+           "the clean warm-up of the head, or for the loaded head (--init-head) when the run skips the warm-up. A "
+           "run that starts from another run's encoder continues it: its adaptation steps add to that run's. "
+           "'loss first' / 'loss last': the mean adaptation loss over the first and the last checkpoint interval. "
+           "Each pretrained encoder is fine-tuned under the tag pt-<objective>-<steps in all>.")
+
+
 def _pretrain_md(records: list[dict]) -> str | None:
     recs = _pretrain(records)
-    return md_table(PT_HEADERS, _pretrain_rows(recs)) if recs else None
+    return (PT_NOTE + "\n\n" + md_table(PT_HEADERS, _pretrain_rows(recs))) if recs else None
 
 
 @section("dchi_pretrain", "d_chi: privacy-adaptive MLM pretraining (paper Tables 6-7)", order=45, markdown=_pretrain_md)
@@ -102,10 +137,7 @@ def dchi_pretrain(records: list[dict], ctx: Context) -> str | None:
     recs = _pretrain(records)
     if not recs:
         return None
-    return ("<p>Masked-token accuracy (predicting the original token) on held-out corpus text; "
-            "'privatized' = inputs privatized at eta; 'at start' = after the clean warm-up of the head, or of the "
-            "loaded head (--init-head). Each fine-tuned checkpoint appears in the fine-tuning table under its tag.</p>"
-            + table(PT_HEADERS, _pretrain_rows(recs)))
+    return f"<p>{PT_NOTE}</p>" + table(PT_HEADERS, _pretrain_rows(recs))
 
 
 # -- Tables 4-5 as the paper prints them: accuracy per (eta, encoder, mode), seeds paired, paper beside ours ------
@@ -119,8 +151,8 @@ T45_NOTE = ("Accuracy (fraction, as the paper prints it), mean over seeds; runs 
             "'vs other encoder': minus the other encoder, same mode; 'drop from Null vs other encoder's': this "
             "encoder's loss against its own Null Privacy run minus the other encoder's loss (positive: this encoder "
             "degrades more; the paper's 'BERT is less robust' reading). 'majority class': the dev accuracy of always "
-            "predicting train's most frequent label (blank for records written before it was recorded); a run at or "
-            "under it has learned nothing usable.")
+            "predicting train's most frequent label, from the records that carry it ('not recorded' where none of the "
+            "records shown does); a mean at or under it is marked, and such a run has learned nothing usable.")
 
 
 def _table45_rows(records: list[dict]) -> list[list[object]]:
@@ -131,10 +163,15 @@ def _table45_rows(records: list[dict]) -> list[list[object]]:
         t = r.get(key, {})
         return "" if t.get("p") is None else f"{t['mean_diff']:+.4f} (p={t['p']:.3f})"
 
+    def floor(r: dict) -> str:
+        m = r.get("majority")
+        if m is None:
+            return "not recorded"
+        return f"{m:.4f}" + (" (ours at or under it)" if r["mean"] <= m + 1e-9 else "")
+
     return [[r["task"], r["encoder"], r["mode"], "" if r["eta"] is None else f"{r['eta']:g}", len(r["seeds"]),
              *compare_cells(r["mean"], paper_cell(r["task"], r["encoder"], r["mode"], r["eta"]), digits=4),
-             "" if r.get("majority") is None else f"{r['majority']:.4f}",
-             paired(r, "vs_token"), paired(r, "vs_other_encoder"), paired(r, "drop_vs_other_encoder")]
+             floor(r), paired(r, "vs_token"), paired(r, "vs_other_encoder"), paired(r, "drop_vs_other_encoder")]
             for r in table45(_finetune(records)) if not r["tag"]]
 
 
@@ -154,7 +191,30 @@ def dchi_table45(records: list[dict], ctx: Context) -> str | None:
 _PT_TAG = re.compile(r"^pt-([a-z][a-z-]*?)-?(\d+)?$")
 
 
-GAIN_HEADERS = ["task", "mode", "eta", "objective", "steps", "seeds", "mean gain (accuracy)", "paired t-test p"]
+GAIN_HEADERS = ["task", "mode", "eta", "objective", "steps", "seeds", "mean gain (accuracy)", "paired t-test p",
+                "original, ours", "pretrained, ours", "paper: original", "paper: pretrained", "paper: gain"]
+GAIN_NOTE = ("Each pretrained encoder fine-tuned like the original, against the original encoder's run of the same "
+             "task, mode, eta and seed (the seed fixes the data order, initialisation and dropout, and in the "
+             "qu2021 recipes the privatized data too): the mean paired gain in accuracy (fraction) and Student's "
+             "paired t-test over seeds. The paper's cells: Table 6 (token-representation input) or "
+             "Table 7 (text-to-text input), its SST column (QQP for MRPC) at the same eta, the original BERT and the "
+             "objective's column; the paper pretrains bert-base for up to 1,000,000 steps at batch 256.")
+#: our fine-tuning mode -> the paper's pretraining table; our objective names -> its columns
+_PT_TABLE = {"token": "Table 6", "text": "Table 7"}
+_PT_COLUMN = {"denoising": "denoising", "vanilla": "vanilla", "probability": "probability"}
+
+
+def _paper_pt(task: str, mode: str, eta: float, objective: str) -> tuple:
+    """The paper's (original, pretrained) accuracy for our (task, mode, eta, objective), or (None, None)."""
+    from ..paper_values import lookup
+
+    src, pname = _PT_TABLE.get(mode), {"sst2": "SST", "qqp": "QQP", "mrpc": "QQP"}.get(task)
+    col = _PT_COLUMN.get(objective.removeprefix("text-").removeprefix("rep-"))
+    if src is None or pname is None or col is None or float(eta) != int(eta):
+        return None, None
+    orig = lookup("qu2021", src, f"{pname} eta={int(eta)}", "orig")
+    new = lookup("qu2021", src, f"{pname} eta={int(eta)}", col)
+    return (orig.value if orig else None), (new.value if new else None)
 
 
 def _pretrain_gains(records: list[dict]) -> dict[tuple, list[tuple[float, float]]]:
@@ -175,14 +235,18 @@ def _gain_rows(pairs: dict[tuple, list[tuple[float, float]]]) -> list[list[objec
     rows = []
     for (task, mode, eta, obj, steps), ab in pairs.items():
         p = paired_t_test(*map(list, zip(*ab)))["p"] if len(ab) >= 2 else None
+        po, pn = _paper_pt(task, mode, eta, obj)
+        f4 = lambda v: "-" if v is None else f"{v:.4f}"  # noqa: E731
         rows.append([task, mode, f"{eta:g}", obj, steps, len(ab), f"{sum(a - b for a, b in ab) / len(ab):+.4f}",
-                     "" if p is None else f"{p:.3f}"])
+                     "" if p is None else f"{p:.3f}", f4(sum(b for _, b in ab) / len(ab)),
+                     f4(sum(a for a, _ in ab) / len(ab)), f4(po), f4(pn),
+                     "-" if po is None or pn is None else f"{pn - po:+.4f}"])
     return rows
 
 
 def _pretrain_gain_md(records: list[dict]) -> str | None:
     pairs = _pretrain_gains(records)
-    return md_table(GAIN_HEADERS, _gain_rows(pairs)) if pairs else None
+    return (GAIN_NOTE + "\n\n" + md_table(GAIN_HEADERS, _gain_rows(pairs))) if pairs else None
 
 
 @section("dchi_pretrain_gain", "d_chi: fine-tuning gain against pretraining steps (paper Tables 6-7)", order=46,
@@ -207,7 +271,7 @@ def dchi_pretrain_gain(records: list[dict], ctx: Context) -> str | None:
     ax.set_ylabel("accuracy gain over the original encoder")
     ax.legend(fontsize=6)
     return (ctx.figure(fig, "dchi_pretrain_gain", "paired fine-tuning gain against pretraining steps")
-            + table(GAIN_HEADERS, _gain_rows(pairs)))
+            + f"<p>{GAIN_NOTE}</p>" + table(GAIN_HEADERS, _gain_rows(pairs)))
 
 
 def table45(records: list[dict]) -> list[dict]:

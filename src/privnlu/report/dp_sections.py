@@ -46,11 +46,19 @@ def mean_of(runs: list[dict], key: str) -> float | None:
     return None if None in vals else statistics.mean(vals)  # type: ignore[type-var]
 
 
-def cell(runs: list[dict], key: str) -> object:
-    """One run: its score; repeats: ``mean (run 1 / run 2 / ...)``, so the spread is never hidden."""
+#: in the Markdown form a cell lists at most this many repeats; beyond, it gives the mean and the count, and the
+#: table of repeated points lists each run (a docs page cannot hold nine runs in each of eight columns)
+INLINE_RUNS = 3
+
+
+def cell(runs: list[dict], key: str, inline: int | None = None) -> object:
+    """One run: its score; repeats: ``mean (run 1 / run 2 / ...)``, so the spread is never hidden (with ``inline``
+    and more runs than that: ``mean (n runs)``, each run then listed in the table of repeated points)."""
     mu = mean_of(runs, key)
     if len(runs) == 1 or mu is None:
         return mu
+    if inline is not None and len(runs) > inline:
+        return f"{mu:.2f} ({len(runs)} runs)"
     return f"{mu:.2f} ({' / '.join(f'{metric_of(r, key):.2f}' for r in runs)})"
 
 
@@ -79,24 +87,49 @@ def _majority(refs: dict[str, list[dict]], curves: dict[str, Curve], key: str) -
     return (some[0].get("majority") or {}).get("accuracy" if key == "accuracy" else "score")
 
 
-def _rows(task: str, refs: dict[str, list[dict]], curves: dict[str, Curve]) -> tuple[list[str], list[list[object]]]:
+def _noise(r: dict) -> float | None:
+    return (r.get("dp") or {}).get("noise")
+
+
+def _rows(task: str, refs: dict[str, list[dict]], curves: dict[str, Curve],
+          inline: int | None = None) -> tuple[list[str], list[list[object]]]:
     eps = sorted({e for c in curves.values() for e in c})
     head = ["run", "metric", *[f"eps={e:g}" for e in eps]]
     rows: list[list[object]] = []
     for key in _metrics(task):
         for name, runs in sorted(refs.items()):
-            rows.append([name, key, *[cell(runs, key)] * len(eps)])
+            rows.append([name, key, *[cell(runs, key, inline)] * len(eps)])
         for name, c in curves.items():
-            rows.append([name, key, *[cell(c[e][0], key) if e in c else "-" for e in eps]])
+            rows.append([name, key, *[cell(c[e][0], key, inline) if e in c else "-" for e in eps]])
         maj = _majority(refs, curves, key)
         if maj is not None:
             rows.append(["majority class", key, *[maj] * len(eps)])
     for name, c in curves.items():
         rows.append([name, "accounted epsilon", *[f"{c[e][1]:.3g}" if e in c else "-" for e in eps]])
+    for name, c in curves.items():  # the noise each point adds, where the records state it
+        if all(_noise(c[e][0][0]) is not None for e in c):
+            label = "noise sigma per coordinate" if name.startswith("gaussian") else "noise scale b per coordinate"
+            rows.append([name, label, *[f"{_noise(c[e][0][0]):.3g}" if e in c else "-" for e in eps]])
     return head, rows
 
 
-REPEATS_HEAD = ["run", "epsilon", "metric", "runs", "mean", "sd", "min", "max", "runs above the majority class"]
+def _at_majority(task: str, refs: dict[str, list[dict]], curves: dict[str, Curve]) -> str:
+    """The reference runs (baseline, TextHide) that score at or below the majority class, stated as a fact."""
+    notes = []
+    for key in _metrics(task):
+        maj = _majority(refs, curves, key)
+        if maj is None:
+            continue
+        for name, runs in sorted(refs.items()):
+            mu = mean_of(runs, key)
+            if mu is not None and mu <= maj + 1e-9:
+                notes.append(f"{name}, {key} {mu:.2f} ({'at' if abs(mu - maj) < 1e-9 else 'below'} the majority "
+                             f"class's {maj:.2f})")
+    return ("Reference runs at or below the majority class: " + "; ".join(notes) + ".") if notes else ""
+
+
+REPEATS_HEAD = ["run", "epsilon", "metric", "runs", "mean", "sd", "min", "max", "runs above the majority class",
+                "each run"]
 
 
 def _repeat_rows(task: str, refs: dict[str, list[dict]], curves: dict[str, Curve]) -> list[list[object]]:
@@ -112,31 +145,44 @@ def _repeat_rows(task: str, refs: dict[str, list[dict]], curves: dict[str, Curve
                 continue
             above = "-" if maj is None else f"{sum(v > maj + 1e-9 for v in vals)} of {len(vals)}"
             rows.append([name, eps, key, len(vals), statistics.mean(vals), statistics.stdev(vals), min(vals), max(vals),
-                         above])
+                         above, " / ".join(f"{v:.2f}" for v in vals)])
     return rows
 
 
 def _setting(curves: dict[str, Curve]) -> str:
     r = next(iter(next(iter(curves.values())).values()))[0][0]
     enc = r.get("encoder") or {}
-    return (f"Ours: {encoder_name(enc)} ({enc.get('layers', '?')} layers), {r.get('mode', 'frozen')}, "
+    mode = r.get("mode", "frozen")
+    text = (f"Ours: {encoder_name(enc)} ({enc.get('layers', '?')} layers), {mode}, "
             f"{r['n_train']} train examples, {r['spec']['train']['epochs']} epochs, last epoch reported. Paper: BERT "
             "(d = 768) features, MLP head (768, 768, 768), full CoLA and SST-2.")
+    if mode == "joint":
+        text += (" Joint: the encoder is fine-tuned with gradients of the clean private inputs, so no run of this "
+                 "table carries a DP guarantee, whatever its calibration; the accounted epsilon is that of the "
+                 "noise for a fixed encoder.")
+    return text
 
 
 def _claims() -> str:
-    return " ".join(f"\u201c{v.claim}\u201d" for v in values("xie2022", "Figure 1") if v.claim)
+    claims = [v.claim.rstrip(".") for v in values("xie2022", "Figure 1") if v.claim]
+    return "; ".join(f"({i}) {c}" for i, c in enumerate(claims, 1)) + "."
 
 
-NOTE = ("<em>paper</em> calibration (Theorems 3 and 4 per encoding) is <strong>not a valid DP guarantee</strong>: "
-        "the 'accounted epsilon' rows give the epsilon each release really has. The paper's Figure 1 is an image "
-        "without values; its text says: ")
+NOTE = ("<em>correct</em>: noise calibrated per example for all k x epochs encodings of the run (the accounted "
+        "epsilon is the target). <em>paper</em>: Theorems 3 and 4 per encoding, as privnlu reads them; it is "
+        "<strong>not a valid DP guarantee</strong>: the 'accounted epsilon' rows give the epsilon each release really "
+        "has. Clipping: L2 norm C = 1 for the Gaussian and for the paper's Laplace, L1 norm C = 1 for the correct "
+        "Laplace (the norm of its sensitivity). Noise rows: the Gaussian's sigma or the Laplace's scale b (standard "
+        "deviation b sqrt 2) per coordinate of the clipped representation. The paper's Figure 1 is an image without values; the claims of its text "
+        "(privnlu.paper_values): ")
 
 
 def dp_utility_md(records: list[dict]) -> str | None:
     parts = []
     for (task, *_), (refs, curves) in _curves(records).items():
-        parts.append(f"{task}:\n\n" + md_table(*_rows(task, refs, curves)) + f"\n\n{_setting(curves)}")
+        note = _at_majority(task, refs, curves)
+        parts.append(f"{task}:\n\n" + md_table(*_rows(task, refs, curves, INLINE_RUNS)) + f"\n\n{_setting(curves)}"
+                     + (f" {note}" if note else ""))
         if reps := _repeat_rows(task, refs, curves):
             parts.append(f"{task}, the points run more than once:\n\n" + md_table(REPEATS_HEAD, reps))
     if not parts:
@@ -155,7 +201,9 @@ def dp_utility(records: list[dict], ctx: Context) -> str | None:
 
     html = f"<p>{NOTE}{_claims()}</p>"
     for (task, n_train, epochs), (refs, curves) in data.items():
-        html += f"<h3>{task}</h3>" + table(*_rows(task, refs, curves)) + f"<p>{_setting(curves)}</p>"
+        note = _at_majority(task, refs, curves)
+        html += (f"<h3>{task}</h3>" + table(*_rows(task, refs, curves)) + f"<p>{_setting(curves)}"
+                 + (f" {note}" if note else "") + "</p>")
         if reps := _repeat_rows(task, refs, curves):
             html += "<p>The points run more than once:</p>" + table(REPEATS_HEAD, reps)
         for key in _metrics(task):

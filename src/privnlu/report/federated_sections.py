@@ -103,13 +103,29 @@ def _curve_md(rows: list[dict]) -> str:
     return "\n\n".join(out)
 
 
+GM_NOTE = ("Success: MSE between the recovered and the true input <= 0.001 (the paper's criterion; for k >= 2 against "
+           "any of the mixed inputs); k = baseline: no TextHide. Batch size 1, m = 1 (one mask), the label given to the "
+           "attacker, L-BFGS (lr 1, history 100, 20 iterations a step) for up to 1,200 iterations, dummy input and "
+           "relaxed mask drawn from N(0, 1), a freshly initialised model per attack. Victims: *hidden* = an SST-2 MiniLM "
+           "representation (rescaled to the CIFAR pixel variance) -> Linear(384, 256) + sigmoid -> Linear(256, d) + "
+           "sigmoid, the hidden layer of width d mixed and masked -> Linear(d, 2); *input* = the mask on the attacked "
+           "variable itself. 'mask matched': MSE between the relaxed and the true mask <= 0.001; 'x' = input mixture': "
+           "(k >= 2) x' within MSE 0.001 of the same mixture of the inputs; 'closed form x' (hidden victim): "
+           "x = (dL/dW1)[i] / (dL/db1)[i] from the first layer's gradient, a diagnostic, not the attack; 'encoding' "
+           "(input victim): s' o x' recovers the encoding. 'median s': median seconds per attack.")
+GM_PAPER = ("Paper (Table 2): LeNet-5 on CIFAR-10 with its last layer replaced by an MLP whose hidden layer (width d) is "
+            "mixed and masked, 50 attacks per cell, one baseline (0.82) for all d.")
+
+
 def _gm_markdown(records: list[dict]) -> str | None:
     from .registry import md_table
 
     by, fig3 = _gm_rows(records), _figure3(records)
-    parts = [md_table(GM_HEADERS, [r for v, rows in sorted(by.items()) for r in _gm_table(v, rows)])] if by else []
+    parts = [md_table(GM_HEADERS, [r for v, rows in sorted(by.items()) for r in _gm_table(v, rows)])
+             + f"\n\n{GM_NOTE}\n\n{GM_PAPER}"] if by else []
     if fig3:
-        parts.append("Figure 3: the losses of a successful and a failed attack at k = 1.\n\n" + _curve_md(fig3))
+        parts.append("Figure 3: the losses of the first successful and the first failed attack at k = 1 (by d, then "
+                     "round) of the Table 2 records, after every 20th L-BFGS iteration or so.\n\n" + _curve_md(fig3))
     return "\n\n".join(parts) or None
 
 
@@ -125,7 +141,7 @@ def gradient_attack(records: list[dict], ctx: Context) -> str | None:
             "k &gt;= 2 against any of the mixed inputs). Paper: LeNet-5 on CIFAR-10, mask at the MLP's hidden layer "
             "of width d; one baseline for all d. <b>hidden</b> victim: MiniLM representation (rescaled to the "
             "CIFAR pixel variance) -> sigmoid layer -> hidden layer of width d, masked -> head (the paper's "
-            "architecture, text input). <b>input</b> victim: privnlu's earlier setting, the mask on the attacked "
+            "architecture, text input). <b>input</b> victim (<code>--victim input</code>): the mask on the attacked "
             "variable itself. 'mask matched': MSE between the relaxed and the true mask &lt;= 0.001. "
             "'x' = input mixture': k &gt;= 2, x' within MSE 0.001 of the same mixture of the inputs. "
             "'closed form x' (hidden): x = (dL/dW1)[i] / (dL/db1)[i] from the first layer's gradient; "
@@ -197,7 +213,63 @@ def _curves(rows: list[dict], victim: str, ctx: Context) -> str | None:
                       f"{victim} victim, paper Figure 3: losses over iterations of a successful and a failed attack")
 
 
-@section("embedding_leak", "Embedding-gradient leak of federated joint mode", order=46)
+LEAK_HEAD = ["batch size", "scheme", "messages", "token precision", "token recall", "exact sentences", "token accuracy",
+             "span test (first message): ids selected / precision / recall", "span test: precision of the best-ranked ids, as many as the true ones"]
+
+
+def _scheme_name(r: dict) -> str:
+    """``none``, or TextHide with the (m, k) the client used (k = 1 is still TextHide: a secret mask)."""
+    return "none" if r.get("scheme", "texthide" if int(r["k"]) > 1 else "none") == "none" else f"TextHide ({r['m']}, {r['k']})"
+
+
+def _leak_rows(sweeps: list[dict]) -> list[list[object]]:
+    rows = []
+    for s in sweeps:
+        for r in s["results"]:
+            sp = r.get("span") or {}
+            span = (f"{sp['selected']:.0f} / {sp['precision']:.2f} / {sp['recall']:.2f}" if sp else "-")
+            rows.append([r["batch_size"], _scheme_name(r), r["trials"], r["precision"], r["recall"], r["exact_sentences"],
+                         r["token_accuracy"], span, sp.get("precision_at_true_count", "-")])
+    return rows
+
+
+def _leak_examples(sweeps: list[dict]) -> list[list[object]]:
+    return [[r["batch_size"], _scheme_name(r), row["round"], ex["true"].strip(), ex["recovered"].strip()]
+            for s in sweeps for r in s["results"] for row in r.get("rows", []) for ex in row.get("examples") or []]
+
+
+LEAK_NOTE = ("Each message is the reply the federated client code sends for client 0 in rounds 1, 2, ... of a seeded "
+             "2-client joint-mode run with the embedding tables trained (`--train-embeddings`), at the initial model; the "
+             "attacker gets the message and the model the server sent, the auditor replays the client's batch from the "
+             "seed. Token precision / recall: the non-zero rows of the word table's gradient against the batch's token "
+             "ids. Exact sentences: share of the batch's sentences recovered token for token; token accuracy: share of "
+             "positions right. Span test: the first attention layer's weight gradients (sent with the default frozen "
+             "tables too) against each vocabulary id's first-layer input; a fixed threshold (relative residual < 0.5) "
+             "selects ids, and the last column ranks them and keeps as many as the batch has (a count the attacker "
+             "does not know).")
+
+
+def embedding_leak_md(records: list[dict]) -> str | None:
+    from .registry import md_table
+
+    sweeps = [r for r in records if r.get("kind") == "embedding_leak_sweep"]
+    if not sweeps:
+        return None
+    out = md_table(LEAK_HEAD, _leak_rows(sweeps))
+    def argv(s: dict) -> str:  # the record's settings, without where the run wrote its file
+        a = s.get("argv", [])
+        return " ".join(f"{k} {v}" for k, v in zip(a[::2], a[1::2]) if k != "--out")
+
+    settings = sorted({f"{s.get('task', '?')}, {argv(s)}" for s in sweeps})
+    out += "\n\nSettings: " + "; ".join(f"`{x}`" for x in settings) + ". " + LEAK_NOTE
+    ex = _leak_examples(sweeps)
+    if ex:
+        out += "\n\nRecovered sentences (the messages that carry an example):\n\n" + md_table(
+            ["batch size", "scheme", "round", "true sentence", "recovered"], ex)
+    return out
+
+
+@section("embedding_leak", "Embedding-gradient leak of federated joint mode", order=46, markdown=embedding_leak_md)
 def embedding_leak(records: list[dict], ctx: Context) -> str | None:
     """Per captured message: the token set read off the embedding gradient, its precision/recall against the
     client's true batch, and example recovered word sets beside the true sentences; plus the ordering sweep."""
@@ -219,12 +291,11 @@ def embedding_leak(records: list[dict], ctx: Context) -> str | None:
     if rows:
         html += table(["capture", "round", "node", "token ids recovered", "precision", "recall",
                        "recovered word set (first 25)", "true sentences (examples)"], rows)
-    srows = []
-    for s in sweeps:
-        for r in s["results"]:
-            srows.append([r["batch_size"], "none" if r["k"] == 1 else f"TextHide ({r['m']}, {r['k']})",
-                          r["trials"], r["precision"], r["recall"], r["exact_sentences"], r["token_accuracy"]])
-    if srows:
-        html += table(["batch size", "scheme", "messages", "token precision", "token recall", "exact sentences",
-                       "token accuracy"], srows)
+    if sweeps:
+        import html as _html
+
+        html += table(LEAK_HEAD, _leak_rows(sweeps)) + f"<p>{_html.escape(LEAK_NOTE.replace('`', ''))}</p>"
+        ex = _leak_examples(sweeps)
+        if ex:
+            html += table(["batch size", "scheme", "round", "true sentence", "recovered"], ex)
     return html

@@ -75,14 +75,21 @@ def encoder_name(enc: dict) -> str:
     return name.removeprefix("gt_").replace("all_minilm_l6_v2", "all-MiniLM-L6-v2")
 
 
-def setting(r: dict) -> str:
-    """Encoder, pooling, frozen or fine-tuned, training examples: how a run differs from the paper's setting."""
+def setting(r: dict, n_train: bool = True) -> str:
+    """Encoder, pooling, frozen or fine-tuned, training examples: how a run differs from the paper's setting
+    (without the number of training examples when ``n_train`` is False, for a table that has a column for it)."""
     enc = r.get("encoder") or {}
     name = encoder_name(enc)
     mode = "fine-tuned (joint)" if r.get("mode") == "joint" else "frozen"
-    sel = "selected on 10% of train" if r.get("selection") else "last epoch"
+    sel = "epoch selected on 10% of train held out" if r.get("selection") else "last epoch"
     return (f"{name} ({enc.get('layers', '?')} layers, d = {enc.get('hidden_size', '?')}, {enc.get('pooling', '?')}), "
-            f"{mode}, {r['n_train']} train, {sel}")
+            f"{mode}, " + (f"{r['n_train']} train, " if n_train else "") + sel)
+
+
+def _settings_line(records: list[dict]) -> str:
+    """One line naming our setting(s) for a table whose rows leave it out (the training examples are a column)."""
+    found = sorted({setting(r, n_train=False) for r in records})
+    return ("Our setting: " + "; ".join(found) + ", one run per cell unless a cell lists several.") if found else ""
 
 
 def _steps(r: dict | None) -> str:
@@ -148,8 +155,15 @@ def _mean_reduction(var: str, entries: list[tuple[float, str | None, bool]]) -> 
 
 
 def texthide_table_md(records: list[dict]) -> str | None:
+    """Table 1 for a docs page: the setting, the same for every row but the training examples, moves under it."""
     rows, summary = table1_rows(records)
-    return f"{md_table(TABLE1_HEAD, rows)}\n\n{summary}\n\n{PAPER_SETTING}" if rows else None
+    if not rows:
+        return None
+    runs = [r for v in _by_task(records).values() for r in v.values()]
+    head = TABLE1_HEAD[:2] + ["train examples"] + TABLE1_HEAD[3:]
+    n_train = {(f"{t} ({m})"): (v.get("baseline") or next(iter(v.values())))["n_train"] for (t, m), v in _by_task(records).items()}
+    compact = [row[:2] + [n_train[row[0]]] + row[3:] for row in rows]
+    return f"{md_table(head, compact)}\n\n{_settings_line(runs)}\n\n{summary}\n\n{PAPER_SETTING}"
 
 
 @section("texthide_table", "TextHide: baseline vs intra vs inter (paper Table 1)", order=10, markdown=texthide_table_md)
@@ -181,8 +195,16 @@ def texthide_table(records: list[dict], ctx: Context) -> str | None:
     return html + ctx.figure(fig, "texthide_table1", "bar chart of baseline, intra and inter per task, paper marked")
 
 
+def _m_rank(m: object) -> int:
+    return M_ORDER.index(str(m)) if str(m) in M_ORDER else len(M_ORDER)
+
+
 def _curve_runs(records: list[dict]) -> list[dict]:
-    return [r for r in _train(records) if r.get("dev_curve") and r.get("group") in ("table1", "table6", "figure2")]
+    """The runs with a dev curve, by task and mode, then baseline, intra, inter, then m and k in the grid's order."""
+    runs = [r for r in _train(records) if r.get("dev_curve") and r.get("group") in ("table1", "table6", "figure2")]
+    return sorted(runs, key=lambda r: (r["task"], r.get("mode", "frozen"),
+                                       VARIANTS.index(r["variant"]) if r.get("variant") in VARIANTS else len(VARIANTS),
+                                       _m_rank(r.get("m")), int(r.get("k") or 0), str((r.get("spec") or {}).get("public"))))
 
 
 CURVE_HEAD = ["run", "mode", "group", "chosen epoch (held-out 10%)", "epochs", "dev score per epoch"]
@@ -194,9 +216,33 @@ def _curve_rows(runs: list[dict]) -> list[list[object]]:
             for r in runs]
 
 
+CURVE_MD_HEAD = ["run", "mode", "chosen epoch (held-out 10%) / epochs", "first epochs at the majority class",
+                 "dev: epoch 1", "dev: chosen epoch", "dev: best epoch (not used)", "dev: last epoch", "majority class"]
+
+
+def _curve_md_rows(runs: list[dict]) -> list[list[object]]:
+    """A learning curve in a few numbers: where it starts, how long it sits at the majority class, the chosen epoch's
+    score, the best and the last (the whole curve is in the HTML report)."""
+    rows = []
+    for r in runs:
+        c, e = r["dev_curve"], r["selection"]["chosen_epoch"]
+        maj = (r.get("majority") or {}).get("score")
+        flat = 0
+        while maj is not None and flat < len(c) and abs(c[flat] - maj) < 0.05:
+            flat += 1
+        best = max(range(len(c)), key=lambda i: c[i])
+        rows.append([r["label"] + (f" ({r['spec']['public']})" if r.get("inter") else ""), r.get("mode"), f"{e} / {len(c)}",
+                     flat if maj is not None else "-", f"{c[0]:.1f}", f"{c[e - 1]:.1f}", f"{c[best]:.1f} ({best + 1})",
+                     f"{c[-1]:.1f}", f"{maj:.2f}" if maj is not None else "-"])
+    return rows
+
+
 def curves_md(records: list[dict]) -> str | None:
     runs = _curve_runs(records)
-    return md_table(CURVE_HEAD, _curve_rows(runs)) if runs else None
+    return (md_table(CURVE_MD_HEAD, _curve_md_rows(runs)) + "\n\nDev scores of the epochs, one run each; the epoch is "
+            "chosen on the 10% of train held out, never on dev. \"First epochs at the majority class\": how many epochs "
+            "the run scored exactly the majority class before it learned anything (the HTML report draws every curve).") \
+        if runs else None
 
 
 @section("texthide_curves", "TextHide: dev learning curves (epoch chosen on held-out train)", order=15, markdown=curves_md)
@@ -250,12 +296,23 @@ def _claims(source: str) -> str:
     return " ".join(f"\u201c{v.claim}\u201d" for v in values("huang2020", source) if v.claim)
 
 
+def _grid_setting(records: list[dict], task: str, inter: bool, mode: str) -> str:
+    """The setting and the majority class of one grid (its runs share them)."""
+    runs = [r for r in _train(records, groups={"sweep", "figure2"})
+            if (r["task"], r["inter"], r.get("mode", "frozen")) == (task, inter, mode)]
+    sets = sorted({setting(r) for r in runs})
+    maj = {(r.get("majority") or {}).get("score") for r in runs} - {None}
+    return "; ".join(sets) + (f"; majority class {next(iter(maj)):.2f}" if len(maj) == 1 else "") + "; one run per point"
+
+
 def texthide_sweep_md(records: list[dict]) -> str | None:
-    parts = [f"{task}{' (inter)' if inter else ''}, {mode}:\n\n" + md_table(*_grid_rows(ms, ks, grid))
+    parts = [f"{task}{' (inter)' if inter else ''}, {mode} ({_grid_setting(records, task, inter, mode)}); "
+             "(m, k) = (0, 1) is the baseline:\n\n" + md_table(*_grid_rows(ms, ks, grid))
              for (task, inter, mode), (ms, ks, grid) in sweep_grids(records).items()]
     if not parts:
         return None
-    return "\n\n".join(parts) + f"\n\nThe paper's Figure 2 is an image; its text says: {_claims('Figure 2')}"
+    return "\n\n".join(parts) + (f"\n\nThe paper's Figure 2 (BERT-base fine-tuned, eight GLUE tasks) is an image; its "
+                                  f"text says: {_claims('Figure 2')}")
 
 
 @section("texthide_sweep", "TextHide: metric against m and k (paper Figure 2)", order=20, markdown=texthide_sweep_md)
@@ -308,19 +365,30 @@ def table6_rows(records: list[dict]) -> list[list[object]]:
     return rows
 
 
+def _table6_note() -> str:
+    claim = lookup("huang2020", "Table 6", "all corpora", "Acc.")
+    paper = ", ".join(f"{c} {v.value:.1f}" for c in ("QNLI", "QQP", "MNLI") if (v := lookup("huang2020", "Table 6", c, "Acc.")))
+    return (f"Paper (Table 6, BERT-base fine-tuned, all 67k SST-2 examples private, (256, 4)): TextHide-inter with "
+            f"QNLI (108k), QQP (364k) or MNLI (393k) sentences, unlabelled, as the public corpus: {paper}; its baseline "
+            f"and intra rows come from its Table 1. None of its corpora is among ours (qnli-dev is QNLI's dev split, not "
+            f"its training set), so our inter rows have no paper cell. The paper: \u201c{claim.claim}\u201d")
+
+
 def table6_md(records: list[dict]) -> str | None:
     rows = table6_rows(records)
     if not rows:
         return None
-    claim = lookup("huang2020", "Table 6", "all corpora", "Acc.")
-    return (md_table(TABLE6_HEAD, rows) + "\n\nPaper rows: QNLI, QQP, MNLI (unlabelled) as public corpora, SST-2 67k "
-            f"private, (256, 4); baseline and intra from its Table 1. The paper: \u201c{claim.claim}\u201d")
+    runs = _train(records, groups={"table6"})
+    maj = {(r.get("majority") or {}).get("score") for r in runs} - {None}
+    compact = [row[:-1] for row in rows]
+    return (md_table(TABLE6_HEAD[:-1], compact) + f"\n\n{_settings_line(runs)}"
+            + (f" Majority class: {next(iter(maj)):.2f}." if len(maj) == 1 else "") + f"\n\n{_table6_note()}")
 
 
 @section("texthide_table6", "TextHide-inter with different public corpora (paper Table 6)", order=25, markdown=table6_md)
 def texthide_table6(records: list[dict], ctx: Context) -> str | None:
-    md = table6_md(records)
-    return table(TABLE6_HEAD, table6_rows(records)) + f"<p>{md.split(chr(10) * 2, 1)[1]}</p>" if md else None
+    rows = table6_rows(records)
+    return table(TABLE6_HEAD, rows) + f"<p>{_table6_note()}</p>" if rows else None
 
 
 RUN_HEAD = ["run", "group", "mode", "DP (mechanism, epsilon, calibration)", "eval mask", "|x| head", "reported score",
@@ -340,7 +408,12 @@ def run_rows(records: list[dict]) -> list[list[object]]:
             for r in _train(records)]
 
 
-@section("runs", "All training runs", order=1000, markdown=lambda recs: md_table(RUN_HEAD, run_rows(recs)) if run_rows(recs) else None)
+#: the same headers for Markdown, where a bare "|" would split a column
+RUN_HEAD_MD = [h.replace("|", "\\|") for h in RUN_HEAD]
+
+
+@section("runs", "All training runs", order=1000,
+         markdown=lambda recs: md_table(RUN_HEAD_MD, run_rows(recs)) if run_rows(recs) else None)
 def all_runs(records: list[dict], ctx: Context) -> str | None:
     rows = run_rows(records)
     return table(RUN_HEAD, rows) if rows else None
