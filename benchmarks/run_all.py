@@ -45,6 +45,8 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
     "nmf_kernels": ("bench_nmf_kernels.py", ["--n", "60000", "--groups", "1200"], ["--n", "5000", "--groups", "100"]),
     "nmf_locality": ("bench_nmf_locality.py", ["--n", "60000", "--groups", "1200", "--iters", "2"],
                      ["--n", "5000", "--groups", "100", "--iters", "1"]),
+    "dp_sgd": ("bench_dp_sgd.py", ["--steps", "4", "--rounds", "2"],
+               ["--steps", "1", "--rounds", "1", "--head-steps", "10"]),
     "gradient_attack": ("bench_gradient_attack.py", ["--dims", "4,16,64", "--reps", "2"], ["--dims", "4,16", "--reps", "1"]),
     # bench_reconstruction.py is also the scaling-curve tool: it keeps its own record format, wrapped below
     "reconstruction": ("bench_reconstruction.py", ["--task", "tweets", "--train-limit", "3000", "--n", "50", "--epochs", "20"],

@@ -44,6 +44,25 @@ def test_recommendation_is_computed_from_the_numbers():
     assert "majority class" not in at_chance[1]
 
 
+def test_recommendation_names_the_worst_threat_and_the_only_useful_scheme():
+    from privnlu.audit.run import worst_threat
+
+    base = P("no privacy", 80, 100)
+    sgd = Point("DP-SGD, epsilon = 8", 70, 6.0, "(8, 1e-05)-DP", "model")
+    pts = [base, sgd, Point("DP-SGD, epsilon = 1", 52, 5.0, "(1, 1e-05)-DP", "model"),
+           Point("TextHide, m = 256, k = 4", 50, 80.0, "none", "release")]
+    text = recommend(pts, baseline=base, random_reid=4.8, metric="accuracy", ceilings=(10,), chance_utility=42.0)
+    assert "through the trained model (membership inference), its worst threat" in text[0]
+    assert "Only DP-SGD gives both useful utility" in text[1] and "DP-SGD, epsilon = 8 at 70.0" in text[1]
+    # a second scheme that is useful and private too: no "only" sentence
+    other = Point("DP instance encoding, epsilon = 8", 60, 5.0, "(8, 1e-05)-DP", "release")
+    assert not any(t.startswith("Only") for t in recommend(pts + [other], baseline=base, random_reid=4.8,
+                                                               metric="accuracy", ceilings=(10,), chance_utility=42.0))
+    # the worst threat is the largest rate above its own random line, not the largest rate
+    threats = {"release": {"rate": 30.0, "random_guess": 25.0}, "model": {"rate": 12.0, "random_guess": 4.0}}
+    assert worst_threat(threats) == threats["model"]
+
+
 def test_clopper_pearson_and_reidentification():
     from privnlu.audit.run import reidentification
 
@@ -59,7 +78,8 @@ def _tiny_settings(model, cache, **kw):
     from privnlu.audit import AuditSettings
 
     base = dict(task="tweets", model=str(model), train_limit=120, dev_limit=40, epochs=1, seed=0, n_private=8, distractors=60,
-                attack_epochs=3, aux_size=20, public_size=40, dp_epsilons=(8.0,), dchi_targets=(0.34,), calibration_tokens=300,
+                attack_epochs=3, aux_size=20, public_size=40, dp_epsilons=(8.0,), dp_sgd_epsilons=(8.0,),
+                dchi_targets=(0.34,), calibration_tokens=300,
                 cache_dir=str(cache))
     base.update(kw)
     return AuditSettings(**base)
@@ -88,9 +108,17 @@ def test_tiny_audit_end_to_end_resumes_and_reports(tiny_model, cache_dir, tmp_pa
     for r in recs:
         assert r["kind"] == "audit" and 0 <= r["reid"]["rate"] <= 100 and r["reid"]["candidates"] == 68
         assert r["random_guess_reid"] == pytest.approx(100 * 8 / 68, abs=1e-3)
-        assert len(r["examples"]) == 3 and all(e["private"] for e in r["examples"])
         assert (out / "points" / f"{r['name']}.json").exists()
+        model = r["threats"]["model"]  # membership inference on every point's model, 8 members among 60 non-members
+        assert model["n_members"] == 8 and model["n_nonmembers"] == 60 and 0 <= model["auc"] <= 1
+        assert model["random_guess"] == pytest.approx(100 * 8 / 68, abs=1e-3) and "LiRA" in model["attack"]
+        assert model["tpr_at_fpr"]["0.001"] is None  # unresolved with fewer than 1,000 non-members
+        assert r["reid"]["threat"] in r["threats"]
+        if r["scheme"] != "dp-sgd":
+            assert len(r["examples"]) == 3 and all(e["private"] for e in r["examples"])
     by = {r["scheme"]: r for r in recs}
+    assert set(by["dp-sgd"]["threats"]) == {"model"} and by["dp-sgd"]["reid"]["threat"] == "model"  # only the model
+    assert by["dp-sgd"]["guarantee"]["kind"] == "dp" and by["dp-sgd"]["guarantee"]["epsilon"] <= 8.0 + 1e-6
     assert by["none"]["reid"]["rate"] == 100.0  # the clean representation is found exactly
     assert by["texthide"]["guarantee"]["kind"] == "none"
     assert by["dp-ie"]["guarantee"]["epsilon"] == pytest.approx(8.0, rel=0.05)
@@ -105,7 +133,8 @@ def test_tiny_audit_end_to_end_resumes_and_reports(tiny_model, cache_dir, tmp_pa
     page = build_report([out / "points"], tmp_path / "report").read_text()
     assert page.index("<section") == page.index('<section id="audit"')
     assert "audit_frontier_tweets_frozen.png" in page and "At most 5 % re-identification" in page
-    assert "Pareto front:" in markdown_report([out / "points"])
+    md = markdown_report([out / "points"])
+    assert "Pareto front:" in md and "model: membership AUC" in md and "LiRA, online, 8 reference models" in md
 
 
 def test_changed_settings_rerun_the_point(tiny_model, cache_dir, tmp_path, small_attack):
@@ -194,7 +223,7 @@ def test_demo_grid_covers_every_scheme(capsys):
     from privnlu.schemes import names
 
     pts = grid(DEMO)
-    assert {p.scheme for p in pts} == set(names()) and len(pts) == 12 and DEMO.task == "tweets"
+    assert {p.scheme for p in pts} == set(names()) and len(pts) == 15 and DEMO.task == "tweets"
     assert main(["demo", "--help"]) == 0
     assert "privacy-utility frontier" in capsys.readouterr().out
 

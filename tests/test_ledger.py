@@ -121,3 +121,28 @@ def test_cli_privatize_records_eta(capsys, tmp_path, tiny_model):
     capsys.readouterr()
     code = main([*args, "--out", str(tmp_path / "o2.txt")])
     assert code == 2 and "eta = 20" in capsys.readouterr().err and not (tmp_path / "o2.txt").exists()
+
+
+def test_dp_sgd_models_enter_the_ledger_and_compose(capsys, tmp_path, tiny_model, toy_glue):
+    """A DP-SGD model is a release of its training set: its Poisson-subsampled Gaussian steps compose with the
+    other releases (PLD), and a model over the owner's budget is refused before any work."""
+    from privnlu.schemes.ledger import compose_events
+
+    ledger = tmp_path / "ledger.json"
+    base = ["train", "--task", "sst2", "--data-dir", str(toy_glue), "--model", str(tiny_model), "--cache-dir",
+            str(tmp_path / "c"), "--quiet", "--epochs", "1", "--batch-size", "8", "--scheme", "dp-sgd",
+            "--ledger", str(ledger)]
+    assert main(["dp", "account", "--ledger", str(ledger), "--budget-epsilon", "5", "--budget-delta", "1e-3"]) == 0
+    assert main([*base, "--dp-epsilon", "4", "--out", str(tmp_path / "m1")]) == 0
+    rec = json.loads((tmp_path / "m1" / "result.json").read_text())
+    [release] = json.loads(ledger.read_text())["releases"]
+    assert release["command"] == "train" and release["guarantee"] == "dp" and release["events"][0]["kind"] == "poisson-gaussian"
+    assert release["events"][0]["count"] == rec["dp"]["steps"]
+    # the ledger's PLD accounting of the recorded steps agrees with Opacus's PRV accountant within 5 %
+    assert compose_events(release["events"], rec["dp"]["delta"]) == pytest.approx(rec["dp"]["epsilon"], rel=0.05)
+    capsys.readouterr()
+    before = ledger.read_text()
+    code = main([*base, "--dp-epsilon", "4", "--out", str(tmp_path / "m2")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and "refused" in err[-1] and len(err) == 1
+    assert not (tmp_path / "m2").exists() and ledger.read_text() == before

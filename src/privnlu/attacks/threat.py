@@ -35,6 +35,8 @@ class Grant(str, Enum):
     CANDIDATES = "candidates"  # a candidate corpus that contains the private sentences (worst case for search)
     AUXILIARY = "auxiliary"  # labelled data from the private data's distribution (not the private examples)
     KNOWN_PAIRS = "known_pairs"  # (original, encoding) pairs under the defender's key: a known-plaintext attack
+    QUERY = "query"  # black-box query access to the released model: its logits for any input the attacker chooses
+    TRAINING_RECIPE = "training_recipe"  # the public training procedure, run on the attacker's own data (Kerckhoffs)
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,8 @@ _FIELD_GRANT = {
     "candidates": Grant.CANDIDATES,
     "auxiliary": Grant.AUXILIARY,
     "known_pairs": Grant.KNOWN_PAIRS,
+    "query": Grant.QUERY,
+    "train_reference": Grant.TRAINING_RECIPE,
 }
 
 
@@ -107,7 +111,9 @@ class AttackerView:
     * ``scheme``: public parameters, e.g. ``{"m": "256", "k": 4, "dim": 384}``;
     * ``encoder``: a callable texts -> representations (the attacker's copy of h);
     * ``public`` / ``candidates`` / ``auxiliary``: :class:`Corpus` objects;
-    * ``known_pairs``: ``(originals, encodings)`` tensors encoded under the defender's key.
+    * ``known_pairs``: ``(originals, encodings)`` tensors encoded under the defender's key;
+    * ``query``: a callable inputs -> logits of the released (target) model, inputs being rows like ``Corpus.x``;
+    * ``train_reference``: a callable ``(x, labels) -> query`` that trains one model with the public recipe.
     """
 
     threat: ThreatModel
@@ -119,6 +125,8 @@ class AttackerView:
     candidates: Corpus | None = None
     auxiliary: Corpus | None = None
     known_pairs: tuple[torch.Tensor, torch.Tensor] | None = None
+    query: Any = None
+    train_reference: Any = None
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -188,4 +196,10 @@ RECONSTRUCTION_THREAT = ThreatModel(
     "Xie & Hong 2021: the attacker sees all encodings and mixed labels of a release, knows h, the public parameters "
     "(m, k, epochs) and the public corpus, and has same-distribution data; it does not know which examples were used. "
     "To map recovered vectors back to sentences it searches a corpus that contains the private sentences.",
+)
+MEMBERSHIP_THREAT = ThreatModel(
+    "membership-inference",
+    frozenset({Grant.QUERY, Grant.TRAINING_RECIPE, Grant.AUXILIARY, Grant.CANDIDATES}),
+    "Carlini et al. 2022: the attacker queries the released model's logits, knows the public training recipe, holds "
+    "same-distribution data disjoint from training, and asks which candidate sentences were training members.",
 )

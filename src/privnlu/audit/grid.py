@@ -2,7 +2,8 @@
 
 The grid covers every scheme of the registry (:mod:`privnlu.schemes`) unless ``schemes`` names fewer: one point
 for a scheme without parameters, one per (m, k) of ``texthide`` for the per-batch encodings, one per epsilon for a
-scheme with a DP guarantee, and one per target token-inversion accuracy (which fixes eta) for the d_chi releases.
+scheme with a DP guarantee (``--dp-epsilons`` for DP instance encoding, ``--dp-sgd-epsilons`` for DP-SGD, whose
+release is the model only), and one per target token-inversion accuracy (which fixes eta) for the d_chi releases.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class GridPoint:
         cls = get(self.scheme, warn=False)
         if self.target is not None:
             return f"{self.scheme}-t{self.target:g}"
+        if cls.release == "model":
+            return f"{self.scheme}-eps{self.epsilon:g}"
         if self.epsilon is not None:
             return f"{self.scheme}-m{m_label(self.m)}-k{self.k}-eps{self.epsilon:g}"
         if cls.release == "per-batch":
@@ -64,6 +67,8 @@ class GridPoint:
     def scheme_object(self, settings: "AuditSettings", *, eta: float | None = None) -> Scheme:
         """The point's scheme with every parameter set (``eta``: the calibrated eta of a d_chi point)."""
         cls = get(self.scheme, warn=False)
+        if cls.release == "model":
+            return create(self.scheme, epsilon=self.epsilon)
         if cls.formal == "dp":
             return create(self.scheme, m=self.m, k=self.k, epsilon=self.epsilon, mechanism=settings.dp_mechanism,
                           delta=settings.dp_delta, clip=settings.dp_clip)
@@ -110,6 +115,15 @@ class AuditSettings:
         "dp_point", "--dp-point", "DP instance encoding's (m, k) as M:K; M = 0 is the paper's Algorithm 1 (no sign "
         "mask), M > 0 adds TextHide's masks", mk_point, default=DP_POINT, group="grid"))
     dp_epsilons: tuple[float, ...] = param(OPTIONS["dp_epsilons"].but(default=(1.0, 8.0, 64.0), group="grid"))
+    dp_sgd_epsilons: tuple[float, ...] = param(OPTIONS["dp_epsilons"].but(
+        dest="dp_sgd_epsilons", flag="--dp-sgd-epsilons", default=(1.0, 3.0, 8.0), group="grid",
+        help="DP-SGD: comma-separated target epsilons per training example of the released model"))
+    dp_sgd_batch_size: int = param(Option(
+        "dp_sgd_batch_size", "--dp-sgd-batch-size", "DP-SGD: expected batch size (Poisson sampling); DP-SGD trains "
+        "best with large batches", int, default=256, range=POS_INT, group="grid"))
+    dp_sgd_lr: float = param(Option(
+        "dp_sgd_lr", "--dp-sgd-lr", "DP-SGD: the head's learning rate (Adam, constant)", float, default=1e-2,
+        range=Range(lo=0, lo_open=True), group="grid"))
     dp_mechanism: str = param(OPTIONS["mechanism"].but(dest="dp_mechanism", default="gaussian", group="grid"))
     dp_delta: float = param(OPTIONS["delta"].but(dest="dp_delta", default=1e-5, group="grid"))
     dp_clip: float = param(OPTIONS["clip"].but(dest="dp_clip", default=1.0, group="grid"))
@@ -117,6 +131,10 @@ class AuditSettings:
         "dchi_targets", "--dchi-targets", "d_chi: eta is calibrated so that token inversion recovers these fractions",
         float_list, default=(0.1, 0.34, 0.7), range=Range(lo=0, hi=1, lo_open=True, hi_open=True, items=True),
         group="grid"))
+    mi_references: int = param(Option(
+        "mi_references", "--mi-references", "membership inference: reference models the attacker trains (LiRA, "
+        "frozen mode)", int, default=8, range=Range(lo=2, integer=True, note="LiRA needs reference models with and "
+                                                                                "without each candidate"), group="attacker"))
     calibration_tokens: int = param(Option("calibration_tokens", "--calibration-tokens", "training tokens used to "
                                            "calibrate eta", int, default=3000, range=POS_INT, group="grid"))
     schemes: tuple[str, ...] = param(OPTIONS["schemes"].but(help="comma-separated subset of the schemes (default: "
@@ -146,7 +164,8 @@ class AuditSettings:
         """The settings a finished point must share to be reused: everything every point depends on (not paths,
         not the other points of the grid), plus ``point`` itself. Adding an epsilon reruns nothing else."""
         d = asdict(self)
-        for k in ("data_dir", "cache_dir", "schemes", "texthide", "dp_point", "dp_epsilons", "dchi_targets"):
+        for k in ("data_dir", "cache_dir", "schemes", "texthide", "dp_point", "dp_epsilons", "dp_sgd_epsilons",
+                  "dchi_targets"):
             d.pop(k)
         if point is not None:
             d["point"] = point.to_json()
@@ -158,7 +177,9 @@ def grid(s: AuditSettings) -> list[GridPoint]:
     pts: list[GridPoint] = []
     for scheme in s.schemes:
         cls = get(scheme)
-        if cls.formal == "dp":
+        if cls.release == "model":
+            pts += [GridPoint(scheme, epsilon=e) for e in s.dp_sgd_epsilons]
+        elif cls.formal == "dp":
             pts += [GridPoint(scheme, parse_m(s.dp_point[0]), s.dp_point[1], epsilon=e) for e in s.dp_epsilons]
         elif cls.release == "per-batch":
             pts += [GridPoint(scheme, parse_m(m), k) for m, k in s.texthide]

@@ -12,6 +12,10 @@ For each grid point (:mod:`privnlu.audit.grid`) the audit measures
   random gives ``n / (n + D)`` in expectation: the random-guess reference;
 * each scheme's own leakage figures (token survival for d_chi, the keyless ``|x~|`` head's accuracy and the
   reconstruction success of Xie & Hong 2021 for TextHide and DP-IE);
+* the **model threat**: membership inference on the point's trained model (:mod:`privnlu.audit.membership`), with
+  its own re-identification share (the attacker names its ``n`` most likely members);
+* the point's leakage is its **worst threat** (the largest rate above its random-guess line), named in the record;
+  a scheme that releases only the model (DP-SGD) has the model threat alone;
 * the **guarantee**: the scheme's own (:meth:`privnlu.schemes.Scheme.guarantee`): the accounted per-example
   (epsilon, delta) of the whole training release for DP-IE, none for TextHide, eta (metric DP) for d_chi.
 
@@ -53,6 +57,7 @@ from ..training.engine import Prepared, RunSpec, prepare, release_once, train_ru
 from ..version import __version__
 from .frontier import clopper_pearson
 from .grid import AuditSettings, GridPoint, grid
+from .membership import membership_threat, nonmember_pool
 
 N_EXAMPLES = 3
 
@@ -71,6 +76,7 @@ class Context:
     progress: bool
     out: Path
     _space: TokenSpace | None = None
+    _nonmembers: Corpus | None = None
 
     @property
     def n(self) -> int:
@@ -86,6 +92,13 @@ class Context:
             enc = self.prep.encoder
             self._space = TokenSpace.from_model(enc.model, enc.tokenizer)
         return self._space
+
+    @property
+    def nonmembers(self) -> Corpus:
+        """Labelled sentences the audited models never train on (membership inference's non-members)."""
+        if self._nonmembers is None:
+            self._nonmembers = nonmember_pool(self)
+        return self._nonmembers
 
     def rng(self) -> SecretGenerator:
         return SecretGenerator(self.settings.seed, warn=False)
@@ -215,10 +228,10 @@ def calibrated_eta(ctx: Context, target: float) -> dict:
 
 # -- one point --------------------------------------------------------------------
 
-def _train(ctx: Context, spec: RunSpec, prep: Prepared | None = None) -> dict:
+def _train(ctx: Context, spec: RunSpec, prep: Prepared | None = None, keep: dict | None = None) -> dict:
     if prep is None:
         prep = ctx.prep if spec.mode == "frozen" else prepare(spec, progress=ctx.progress)
-    rec = train_run(spec, prep, progress=ctx.progress, group="audit")
+    rec = train_run(spec, prep, progress=ctx.progress, group="audit", keep=keep)
     return {k: rec[k] for k in ("metric", "score", "best_score", "eval", "dp", "seconds", "label")}
 
 
@@ -227,6 +240,7 @@ def run_point(ctx: Context, point: GridPoint) -> dict:
     t0 = time.time()
     s, prep = ctx.settings, ctx.prep
     own: dict = {}
+    keep: dict = {}
     eta = None
     if point.target is not None:  # d_chi: eta calibrated for the target, the data released once
         cal = calibrated_eta(ctx, point.target)
@@ -234,20 +248,29 @@ def run_point(ctx: Context, point: GridPoint) -> dict:
         scheme = point.scheme_object(s, eta=eta)
         spec = replace(ctx.base, scheme=scheme)
         released = release_once(spec, prep, rng=ctx.rng(), progress=ctx.progress, keep=ctx.private)
-        train = _train(ctx, replace(ctx.base, scheme=NoPrivacy()), released)
+        train = _train(ctx, replace(ctx.base, scheme=NoPrivacy()), released, keep)
         own["calibration_accuracy"] = cal["accuracy_at_eta"]
     else:
         scheme = point.scheme_object(s)
         spec = replace(ctx.base, scheme=scheme)
+        if scheme.release == "model":  # DP-SGD trains at its own batch size and rate (large, as DP-SGD needs)
+            spec = replace(spec, train=replace(spec.train, batch_size=s.dp_sgd_batch_size, lr=s.dp_sgd_lr))
         released = prep
-        train = _train(ctx, spec)
+        train = _train(ctx, spec, keep=keep)
         if "keyless-abs-head" in scheme.threat.attacks and s.mode == "frozen":
             # the keyless head: trained on |x~|, used on plain |h(x)|, no key needed
             keyless = _train(ctx, replace(spec, train=replace(spec.train, abs_input=True, eval_mask="none")))
             own["keyless_abs_head"] = keyless["score"]
-    attack = scheme.threat.attacks[0]
-    guesses, attack_own, examples = ATTACKS[attack](ctx, point, scheme, released)
-    own.update(attack_own)
+    threats: dict[str, dict] = {}
+    examples: list[dict] = []
+    if scheme.release != "model":  # the released representations or text
+        guesses, attack_own, examples = ATTACKS[scheme.threat.attacks[0]](ctx, point, scheme, released)
+        own.update(attack_own)
+        threats["release"] = {"threat": "release", **reidentification(guesses, ctx.n),
+                              "attack": scheme.threat.audit_attack, "random_guess": round(ctx.random_reid, 3),
+                              "candidates": len(ctx.candidates), "distractors": len(ctx.candidates) - ctx.n}
+    with _stage(ctx, f"{point.name}: membership inference on the trained model"):
+        threats["model"] = membership_threat(ctx, spec, keep)
     guarantee = scheme.guarantee(calibration=train["dp"], joint=s.mode == "joint",
                                  model=public_model_name(prep.encoder))
     return {
@@ -255,8 +278,7 @@ def run_point(ctx: Context, point: GridPoint) -> dict:
         "scheme": point.scheme, "scheme_title": scheme.title, "setting": _setting(point, eta),
         "point": point.to_json(), "name": point.name, "mode": s.mode,
         "utility": round(float(train["score"]), 2), "train": train,
-        "reid": {**reidentification(guesses, ctx.n), "attack": scheme.threat.audit_attack,
-                 "candidates": len(ctx.candidates), "distractors": len(ctx.candidates) - ctx.n},
+        "reid": worst_threat(threats), "threats": threats,
         "random_guess_reid": round(ctx.random_reid, 3), "chance_utility": round(ctx.chance_utility, 2),
         "own_leakage": own, "guarantee": guarantee.to_json(), "examples": examples,
         "n_train": len(prep.train), "encoder": public_model_name(prep.encoder), "settings": s.key(point),
@@ -264,7 +286,14 @@ def run_point(ctx: Context, point: GridPoint) -> dict:
     }
 
 
+def worst_threat(threats: dict[str, dict]) -> dict:
+    """The threat whose re-identification rate stands furthest above its own random-guess line."""
+    return dict(max(threats.values(), key=lambda t: t["rate"] - t["random_guess"]))
+
+
 def _setting(point: GridPoint, eta: float | None) -> str:
+    if point.epsilon is not None and point.k <= 1:
+        return f"epsilon = {point.epsilon:g}"
     if point.epsilon is not None:
         return f"epsilon = {point.epsilon:g} (m = {m_label(point.m)}, k = {point.k})"
     if eta is not None:

@@ -1,17 +1,27 @@
-"""``privnlu dp account|encode|audit``: calibrate DP instance encoding and account a ledger, release DP encodings
-(Xie & Hong 2022), and audit a claimed epsilon empirically."""
+"""``privnlu dp account|encode|audit|audit-sgd``: calibrate DP instance encoding and account a ledger, release DP
+encodings (Xie & Hong 2022), audit a claimed epsilon empirically, and audit a DP-SGD run in one training run
+(Steinke et al. 2023)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from ..params import Option
+from ..params import Option, Range
 from .common import DATA, ENCODER, say, scheme_from_args, warn_seed
 from .options import add, option, scheme_options
 
 #: the parameters of DP instance encoding, as ``dp account`` and ``dp encode`` take them
 DP_IE = ("mechanism", "epsilon", "delta", "clip", "calibration", "k")
+
+
+FEATURES = Option("features", "--features", "instead of --task: a safetensors file with tensors 'features' (n x d) "
+                  "and 'labels' (n class ids)", metavar="FILE", group="data")
+CANARIES = Option("canaries", "--canaries", "canaries m, each in the training set with probability 1/2", int,
+                  default=1000, range=Range(lo=2, integer=True), group="audit")
+UNDER_NOISE = Option("under_noise", "--under-noise", "divide the calibrated noise multiplier by FACTOR while the "
+                     "record still states the claimed epsilon: a deliberately broken run the audit should catch",
+                     float, range=Range(lo=1, hi=1e6), metavar="FACTOR", group="audit")
 
 
 def _dp_ie(*, k_default: int | None = None) -> list[Option]:
@@ -23,7 +33,7 @@ def _dp_ie(*, k_default: int | None = None) -> list[Option]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """``dp account``, ``dp encode`` and ``dp audit`` (``sub``: the ``dp`` group's subcommands)."""
+    """``dp account``, ``dp encode``, ``dp audit`` and ``dp audit-sgd`` (``sub``: the ``dp`` group's subcommands)."""
     a = sub.add_parser("account", help="noise for an (epsilon, delta) target, and the epsilon the release really has; "
                                        "with --ledger, every recorded release of each dataset composed")
     add(a, *_dp_ie(k_default=4), "encodings_per_example", "dim", "ledger", "budget_epsilon",
@@ -57,6 +67,37 @@ def register(sub: argparse._SubParsersAction) -> None:
         seed={"help": "EXPERIMENTS ONLY: makes the mechanism's noise reproducible"},
         out={"help": "also write the audit as a results JSON (kind 'dp-audit')"})
     au.set_defaults(func=run_audit)
+
+    sg = sub.add_parser("audit-sgd", help="one-run audit of DP-SGD: a 95 %% lower bound on epsilon from canaries in "
+                                          "one training run, beside the claim",
+                        description="Train one DP-SGD head on a task's frozen representations plus m canaries, each "
+                        "included with probability 1/2; guess which were included from the model's loss on them and "
+                        "bound epsilon from below (Steinke, Nasr & Jagielski 2023, with delta; 95 %). Exit code 1 if "
+                        "the bound exceeds the claimed epsilon (the claim is refuted), 0 otherwise.")
+    dp = _dp_sgd()
+    add(sg, "task", FEATURES, "data_dir", "train_limit", "model", "pooling", "max_length", "cache_dir", "device",
+        dp["epsilon"].but(default=1.0, help="the claimed epsilon of the DP-SGD run (the claim to audit)",
+                          group="claim"),
+        dp["delta"].but(default=1e-5, help="the claimed delta; at most 1/(n + m), n rows and m canaries",
+                        group="claim"),
+        dp["clip"].but(group="claim"), dp["accountant"].but(group="claim"), "epochs", "batch_size", "lr", "hidden",
+        CANARIES, UNDER_NOISE, "seed", "out", "markdown",
+        task={"help": "classification task whose cached frozen train representations the head is trained on (e.g. "
+                      "tweets); or --features"},
+        train_limit={"default": 2000}, epochs={"default": 10}, lr={"default": 0.01},
+        hidden={"default": [128], "help": "head hidden sizes (comma-separated; the audited run's head)"},
+        seed={"help": "EXPERIMENTS ONLY: makes the canaries, their inclusion, the model and DP-SGD's noise "
+                      "reproducible"},
+        out={"help": "also write the audit as a results JSON (kind 'dp-sgd-audit')"},
+        markdown={"help": "print the result as a Markdown table to stdout"})
+    sg.set_defaults(func=run_audit_sgd)
+
+
+def _dp_sgd() -> dict[str, Option]:
+    """The DP-SGD scheme's declared parameters (epsilon, delta, clip, accountant), by name."""
+    from ..schemes import get
+
+    return {o.dest: o for o in get("dp-sgd").options()}
 
 
 def run_account(args: argparse.Namespace) -> int:
@@ -122,3 +163,30 @@ def run_audit(args: argparse.Namespace) -> int:
         say(f"{r['mechanism']}{what}: eps_lb = {r['eps_lb']:.3f} (95 %), claimed {r['claimed_epsilon']:.4g}, "
             f"{r['draws']} draws per hypothesis, power {r['power']:.2f}: {r['verdict']}")
     return 1 if rec["violated"] else 0
+
+
+def run_audit_sgd(args: argparse.Namespace) -> int:
+    from ..attacks.dp_sgd_audit import audit_dp_sgd, file_features, markdown, summary, task_features
+    from ..errors import require
+    from ..io import write_json_atomic
+    from ..training.dp_sgd import DPSGDConfig
+
+    require((args.task is None) != (args.features is None), "dp audit-sgd needs exactly one of --task or --features")
+    config = DPSGDConfig(epsilon=args.epsilon, delta=args.delta, clip=args.clip, accountant=args.accountant or "prv",
+                         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed)
+    warn_seed(args)
+    if args.features:
+        x, y, classes, source = file_features(args.features)
+    else:
+        x, y, classes, source = task_features(args.task, train_limit=args.train_limit, data_dir=args.data_dir,
+                                              model=args.model, pooling=args.pooling, max_length=args.max_length,
+                                              cache_dir=args.cache_dir, device=args.device, progress=not args.quiet)
+    rec = audit_dp_sgd(x, y, num_outputs=classes, config=config, canaries=args.canaries, under_noise=args.under_noise,
+                       hidden=tuple(args.hidden), seed=args.seed, progress=not args.quiet, source=source)
+    if args.out:
+        write_json_atomic(args.out, rec)
+    if args.markdown:
+        sys.stdout.write(markdown(rec) + "\n")
+    for line in summary(rec):
+        say(line)
+    return 0 if rec["consistent"] else 1

@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                          "--ledger, every recorded release of each dataset composed"),
     "dp encode": ("dp", "write DP encodings and mixed labels (key file separately, mode 0600)"),
     "dp audit": ("dp", "empirical DP audit: a 95 %% lower bound on epsilon from many draws, beside the claim"),
+    "dp audit-sgd": ("dp", "one-run audit of DP-SGD: a 95 %% lower bound on epsilon from canaries in one training run, beside the claim"),
     "attack search": ("attack", "FAISS similarity search with privatized representations (TextHide section 4.4)"),
     "attack invert": ("attack", "learn encoding -> original with an MLP, then search (TextHide appendix C.3)"),
     "attack reconstruct": ("attack", "recover the private representations from a release (Xie & Hong 2021)"),
@@ -54,9 +55,10 @@ GROUPS: dict[str, tuple[str, str]] = {
     "dchi": ("d_chi-privacy (Qu et al. 2021): privatize text, calibrate eta, analyses, private fine-tuning and "
              "pretraining", "d_chi-privacy over the encoder's token-embedding space (Qu et al. 2021): the user "
              "privatizes text or token representations before they leave the device."),
-    "dp": ("DP instance encoding: calibrate noise, encode, account the whole release, audit a claim",
+    "dp": ("DP instance encoding: calibrate noise, encode, account the whole release, audit a claim; audit DP-SGD",
            "Differentially private instance encoding: clip, mix as TextHide, add calibrated noise. The guarantee is "
-           "per example over every encoding it takes part in (k per encoding round)."),
+           "per example over every encoding it takes part in (k per encoding round). `dp audit-sgd` audits a DP-SGD "
+           "training run empirically (Steinke et al. 2023)."),
     "attack": ("attack encodings and shared gradients (similarity search, inversion, reconstruction, gradient "
                "matching)", "Audit an encoding scheme with an attack whose threat model is stated in the output."),
 }

@@ -14,8 +14,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Train a head (frozen encoder) or the encoder and head jointly under a privacy "
                                    "scheme. Writes <out>/result.json atomically, the key (if the scheme has one), "
                                    "and the model in the Hugging Face layout with a model card.")
-    add(p, *DATA, *ENCODER, *scheme_options(), "public", "public_size", *TRAINING, "out", "resume", "force",
-        task={"required": True}, out={"help": "run folder (default: runs/train/<label>)", "writes": "dir",
+    add(p, *DATA, *ENCODER, *scheme_options(), "public", "public_size", *TRAINING, "out", "resume", "force", "ledger",
+        task={"required": True},
+        ledger={"help": "the owner's privacy ledger: the trained model is a release of the training set, refused "
+                        "before any work if over the budget, recorded once written (DP-SGD with its accounted "
+                        "(epsilon, delta); other schemes with no formal guarantee)", "group": "privacy ledger"}, out={"help": "run folder (default: runs/train/<label>)", "writes": "dir",
                                       "check": "runs/train"},
         force={"help": "replace an existing run folder's results, checkpoint and key file (without it, privnlu "
                        "refuses a folder that holds a run)"})
@@ -29,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     spec = run_spec(args)
     run_dir = Path(args.out) if args.out else Path("runs/train") / spec.label
     rec = train(spec, run_dir, resume=args.resume, overwrite=args.force, refresh_cache=args.refresh_cache,
-                progress=not args.quiet, log=say)
+                progress=not args.quiet, log=say, ledger=args.ledger)
     split = next(iter(rec["eval"]))
     say(f"{rec['label']}: {rec['metric']} score {rec['score']:.2f} on {split} (best epoch {rec['best_score']:.2f}); "
         f"results in {run_dir / 'result.json'}, model and card in {run_dir / 'model'} (apply it with "

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from ..errors import PrivnluError
 
 #: the paper modules that register recipes (imported by :func:`load`)
-PAPERS = ("huang2020", "huang2020_attacks", "xie2021", "xie2022", "qu2021", "qu2021_training")
+PAPERS = ("huang2020", "huang2020_attacks", "xie2021", "xie2022", "xie2022_dp_sgd", "qu2021", "qu2021_training")
 #: the folder every recipe files its results under, by paper
 RESULTS = Path("results")
 

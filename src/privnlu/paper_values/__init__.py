@@ -19,7 +19,7 @@ PAPERS = {
     "qu2021": "Qu et al. 2021, privacy-adaptive BERT",
 }
 # every module under this package that registers values; a module added later is listed here
-MODULES: list[str] = ["huang2020", "xie2022", "huang2020_gradient", "qu2021", "xie2021", "huang2020_search"]
+MODULES: list[str] = ["huang2020", "xie2022", "huang2020_gradient", "qu2021", "xie2021", "huang2020_search", "dp_sgd"]
 
 
 @dataclass(frozen=True)

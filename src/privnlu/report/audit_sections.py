@@ -9,7 +9,8 @@ from ..audit.frontier import Point, pareto_front, recommend
 from ..schemes import canonical, get, names
 from .registry import Context, md_table, section, table
 
-HEAD = ["scheme", "setting", "utility", "re-identified % (95 % CI)", "attack", "own leakage", "formal guarantee", "seconds"]
+HEAD = ["scheme", "setting", "utility", "worst threat: re-identified % (95 % CI)", "released data: re-identified %",
+        "model: membership AUC, TPR at 1 % / 0.1 % FPR, re-identified %", "own leakage", "formal guarantee", "seconds"]
 MARKERS = dict(zip(names(), "o^vsDPX*"))
 COLORS = dict(zip(names(), ("#222222", "#1f77b4", "#17becf", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")))
 
@@ -46,9 +47,26 @@ def _own(r: dict) -> str:
     return "; ".join(parts) or "-"
 
 
+def _tpr(x: float | None) -> str:
+    return "unresolved" if x is None else f"{100 * x:.1f} %"
+
+
+def _threat(r: dict, name: str) -> str:
+    """One threat's figures, or "-" where it does not apply (or was not measured: records made before it)."""
+    t = (r.get("threats") or {}).get(name)
+    if t is None:
+        return "-" if r.get("threats") or name != "release" else f"{r['reid']['rate']:.1f} ({r['reid']['attack']})"
+    if name == "model":
+        tpr = t.get("tpr_at_fpr", {})
+        return (f"AUC {t['auc']:.3f}, TPR {_tpr(tpr.get('0.01'))} / {_tpr(tpr.get('0.001'))}, {t['rate']:.1f} "
+                f"(random {t['random_guess']:.1f}; {t['attack']})")
+    return f"{t['rate']:.1f} ({t['attack']})"
+
+
 def rows(recs: list[dict]) -> list[list[object]]:
     return [[r["scheme_title"], r.get("setting") or "-", f"{r['utility']:.2f}",
-             f"{r['reid']['rate']:.1f} ({r['reid']['ci95'][0]:.1f}-{r['reid']['ci95'][1]:.1f})", r["reid"]["attack"],
+             f"{r['reid']['rate']:.1f} ({r['reid']['ci95'][0]:.1f}-{r['reid']['ci95'][1]:.1f}), "
+             f"{r['reid'].get('threat', 'release')}", _threat(r, "release"), _threat(r, "model"),
              _own(r), r["guarantee"]["text"], f"{r['seconds']:.0f}"] for r in recs]
 
 
@@ -69,7 +87,9 @@ def summary(recs: list[dict]) -> str:
     return (f"{len(recs)} {'point' if len(recs) == 1 else 'points'} over {schemes} {'scheme' if schemes == 1 else 'schemes'} "
             f"on {r0['task']} ({r0['mode']} encoder, {r0['n_train']} training examples, utility = {r0['metric']} x 100 on "
             f"dev). Leakage: the share of {n} private training sentences the attacker names among {r0['reid']['candidates']} "
-            f"candidates ({r0['reid']['distractors']} distractors); random guessing names {r0['random_guess_reid']:.2f} %.")
+            f"candidates ({r0['reid']['distractors']} distractors); random guessing names {r0['random_guess_reid']:.2f} %. "
+            "Each point's leakage is its worst threat: the data it releases, or its trained model (membership "
+            "inference on labelled non-members of the same distribution).")
 
 
 def frontier_figure(recs: list[dict], ctx: Context, name: str) -> str:

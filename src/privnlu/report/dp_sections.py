@@ -72,7 +72,7 @@ def _curves(records: list[dict]) -> dict[tuple, tuple[dict[str, list[dict]], dic
             continue
         where = (r["task"], r.get("n_train", 0), (r.get("spec") or {}).get("train", {}).get("epochs", 0))
         scheme = from_record(r)
-        if scheme.formal == "dp" and r.get("dp"):
+        if scheme.formal == "dp" and scheme.release == "per-batch" and r.get("dp"):  # DP-IE (DP-SGD: its own section)
             point = curves[where][curve_name(r)].setdefault(float(r["dp"]["target_epsilon"]),
                                                              ([], r["dp"]["accounted_epsilon"]))
             point[0].append(r)

@@ -399,6 +399,8 @@ def _dp_cell(r: dict) -> str:
     d = r.get("dp")
     if not d:
         return "-"
+    if "mechanism" not in d:  # DP-SGD: the model's accounted (epsilon, delta)
+        return f"DP-SGD, eps {d['target_epsilon']:g} (accounted {d['epsilon']:.3g}), delta {d['delta']:.2g}"
     return f"{d['mechanism']}, eps {d['target_epsilon']:g} (accounted {d['accounted_epsilon']:.3g}), {d['calibration']}"
 
 

@@ -65,7 +65,8 @@ class Scheme:
     aliases: ClassVar[tuple[str, ...]] = ()
     paper: ClassVar[str] = ""
     level: ClassVar[str] = "none"
-    #: when the owner's data is privatized: never ("none"), per training batch with fresh one-time keys
+    #: when the owner's data is privatized: never ("none"; "model": only a privately trained model is released, DP-SGD),
+    #: per training batch with fresh one-time keys
     #: ("per-batch", representation encodings), or once before training ("once", d_chi releases)
     release: ClassVar[str] = "none"
     formal: ClassVar[str] = "none"

@@ -1,7 +1,7 @@
 """A data owner's privacy ledger: every release of a dataset, composed per example, against an owner-set budget.
 
 The ledger is a JSON file the owner keeps beside the key (mode 0600, written
-atomically). ``privnlu encode``, ``privnlu dp encode`` and ``privnlu dchi privatize``
+atomically). ``privnlu encode``, ``privnlu dp encode``, ``privnlu dchi privatize`` and ``privnlu train``
 take ``--ledger FILE``; :func:`release_of` records a release under any registered scheme: before any work the release is checked against the
 budget (refused with one line, nothing written, if it would exceed it), and once
 its files are written it is recorded with
@@ -14,6 +14,9 @@ its files are written it is recorded with
     its ``dp-accounting`` events (``participations`` compositions of a Gaussian or
     Laplace mechanism with noise multiplier ``noise / true sensitivity``; for the
     paper's calibration, the epsilon the release really has);
+  - DP-SGD (``privnlu train --scheme dp-sgd --ledger FILE``): the trained model's ``(epsilon, delta)`` and its
+    ``steps`` compositions of a Poisson-subsampled Gaussian (``PoissonSampledDpEvent``); a model trained under
+    another scheme and recorded is a release with no formal guarantee;
   - d_chi (Qu et al. 2021): ``eta`` and its metric-DP meaning,
     ``P(M(x) in S) <= exp(eta d(x, x')) P(M(x') in S)``;
   - TextHide: "no formal guarantee".
@@ -94,6 +97,14 @@ def release_of(scheme: Scheme, command: str, dataset_name: str, output: str, *, 
     """The ledger's record of a release under ``scheme``: a DP release from its
     :class:`~privnlu.mechanisms.dp.Calibration` (``calibration``), a d_chi release from its eta over ``model``'s
     embedding space, any other scheme as one with no formal guarantee."""
+    if scheme.formal == "dp" and scheme.release == "model":  # DP-SGD: the model, from its DPSGDResult JSON
+        c = calibration
+        return Release(command, dataset_name, "dp", scheme.name, c["epsilon"], c["delta"],
+                       [{"kind": "poisson-gaussian", "noise_multiplier": c["noise_multiplier"],
+                         "sample_rate": c["sample_rate"], "count": c["steps"]}],
+                       meaning=f"({c['epsilon']:.4g}, {c['delta']:g})-DP per example for the trained model (DP-SGD, "
+                               f"{c['steps']} Poisson-sampled steps at q = {c['sample_rate']:.4g}, noise multiplier "
+                               f"{c['noise_multiplier']:.4g})", output=output)
     if scheme.formal == "dp":
         mech = calibration.mechanism
         label = calibration.to_json()["label"]
@@ -110,9 +121,14 @@ def release_of(scheme: Scheme, command: str, dataset_name: str, output: str, *, 
 
 
 def _event(ev: dict):
+    """The dp-accounting event of a recorded one: ``count`` compositions of a Gaussian or Laplace mechanism, or of a
+    Poisson-subsampled Gaussian (DP-SGD's step, sampling rate ``sample_rate``)."""
     import dp_accounting
 
-    base = (dp_accounting.GaussianDpEvent if ev["kind"] == "gaussian" else dp_accounting.LaplaceDpEvent)(ev["noise_multiplier"])
+    kind = "gaussian" if ev["kind"] == "poisson-gaussian" else ev["kind"]
+    base = (dp_accounting.GaussianDpEvent if kind == "gaussian" else dp_accounting.LaplaceDpEvent)(ev["noise_multiplier"])
+    if ev["kind"] == "poisson-gaussian":
+        base = dp_accounting.PoissonSampledDpEvent(float(ev["sample_rate"]), base)
     return dp_accounting.SelfComposedDpEvent(base, int(ev["count"]))
 
 
@@ -124,7 +140,7 @@ def compose_events(events: list[dict], delta: float) -> float:
 
     if not events:
         return 0.0
-    scale = max((ev["noise_multiplier"] ** -2 if ev["kind"] == "gaussian" else 1 / ev["noise_multiplier"]) for ev in events)
+    scale = max((ev["noise_multiplier"] ** -2 if ev["kind"] != "laplace" else 1 / ev["noise_multiplier"]) for ev in events)
     return pld_epsilon(dp_accounting.ComposedDpEvent([_event(e) for e in events]), delta, loss_scale=scale, interval=1e-3)
 
 

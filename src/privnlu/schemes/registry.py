@@ -124,4 +124,4 @@ def from_record(record: dict) -> Scheme:
                 params["clean_queries"] = not bool(dp.get("noisy_queries", record.get("noisy_queries")))
         elif point.get("epsilon") is not None:
             params["epsilon"] = point["epsilon"]
-    return cls(**{k: v for k, v in params.items() if v is not None})
+    return cls(**{k: v for k, v in params.items() if v is not None and k in fields_})  # only what it declares

@@ -32,7 +32,12 @@ def _privacy_block(pipeline: dict) -> dict:
         block.update(m=p["m"], k=p["k"], mixing="inter" if p["inter"] else "intra",
                      query_encoding="pool mask" if p["eval_mask"] == "pool" else "none")
     dp = p.get("dp")
-    if dp:
+    if dp and scheme.release == "model":  # DP-SGD: the model is trained privately
+        block.update(dp_method="dp-sgd", dp_target_epsilon=dp.get("target_epsilon"), dp_delta=dp.get("delta"),
+                     dp_clip=dp.get("clip"), dp_noise_multiplier=_round(dp.get("noise_multiplier")),
+                     dp_sample_rate=_round(dp.get("sample_rate")), dp_steps=dp.get("steps"),
+                     dp_accountant=dp.get("accountant"), dp_accounted_epsilon=_round(dp.get("epsilon")))
+    elif dp:
         block.update(dp_mechanism=dp.get("mechanism"), dp_target_epsilon=dp.get("target_epsilon"),
                      dp_delta=dp.get("delta"), dp_clip=dp.get("clip"), dp_clip_norm=dp.get("clip_norm"),
                      dp_calibration=dp.get("calibration"), dp_accounted_epsilon=_round(dp.get("accounted_epsilon")),
@@ -41,6 +46,8 @@ def _privacy_block(pipeline: dict) -> dict:
         block["dchi_eta"] = p["eta"]
     if scheme.formal != "dp":
         block["formal_guarantee"] = "none"
+    elif scheme.release == "model":
+        block["formal_guarantee"] = "(epsilon, delta)-DP per example" if dp else "none (no accounted training)"
     elif pipeline.get("mode") == "joint":
         block["formal_guarantee"] = "none (joint mode: the encoder was fine-tuned on the clean private inputs)"
     else:
@@ -49,6 +56,18 @@ def _privacy_block(pipeline: dict) -> dict:
     block["key_required"] = p["key_required"]
     block["leakage_measured"] = False
     return block
+
+
+def dp_sgd_rows(dp: dict) -> list[str]:
+    """The Privacy table's rows of a model trained with DP-SGD (a :class:`~privnlu.training.dp_sgd.DPSGDResult`'s
+    JSON)."""
+    target = dp.get("target_epsilon")
+    return [f"| training | DP-SGD (Opacus, {dp.get('grad_sample_mode')} per-example gradients) |",
+            f"| per-example clipping (L2) | {dp['clip']:g} |",
+            f"| noise multiplier | {dp['noise_multiplier']:.4g}"
+            + (f" (calibrated for epsilon {target:g})" if target is not None else " (given)") + " |",
+            f"| Poisson sampling rate, steps | {dp['sample_rate']:.4g}, {dp['steps']} |",
+            f"| accounted epsilon, delta | {dp['epsilon']:.4g}, {dp['delta']:g} ({dp['accountant']} accountant) |"]
 
 
 def hf_metadata(*, label: str, task: str | None, evals: dict | None, tags: list[str], base: dict | None,
@@ -183,7 +202,9 @@ def model_card(pipeline: dict, record: dict) -> str:
                   f"| mixing | {'inter (public corpus)' if p['inter'] else 'intra'} |",
                   f"| query encoding | {'a mask from the pool, no mixing' if p['eval_mask'] == 'pool' else 'raw'} |"]
     dp = p.get("dp")
-    if dp:
+    if dp and scheme.release == "model":
+        lines += dp_sgd_rows(dp)
+    elif dp:
         lines += [f"| DP mechanism | {dp.get('mechanism')} (clip {dp.get('clip'):g}, {dp.get('clip_norm')}) |",
                   f"| DP target epsilon, delta | {dp.get('target_epsilon')}, {dp.get('delta'):g} |",
                   f"| DP calibration | {dp.get('calibration')} |",

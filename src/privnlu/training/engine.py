@@ -4,7 +4,8 @@
 or read the feature cache) and :func:`train_run` (one run under one scheme), so none of them repeats this logic.
 The scheme comes from the registry (:mod:`privnlu.schemes`): a representation scheme encodes every training batch
 with fresh one-time keys (``scheme.hider``); a d_chi scheme releases the data once before training
-(``scheme.release_features``).
+(``scheme.release_features``); a scheme that releases only the model (``release == "model"``, DP-SGD) trains it
+with :mod:`.dp_sgd`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from ..schemes import NoPrivacy, Scheme, create
 from ..version import __version__
 from .batching import pad
 from .losses import targets_from_labels
-from .trainer import TrainConfig, fit
+from .trainer import TrainConfig, evaluate, fit
 
 #: the subfolder of a train run that holds its model in the Hugging Face layout (training.export)
 MODEL_DIR = "model"
@@ -97,7 +98,8 @@ class RunSpec:
         d = asdict(replace(self, scheme=NoPrivacy()))
         del d["scheme"]
         s = self.scheme
-        dp = asdict(s.settings) if s.formal == "dp" else None
+        settings = getattr(s, "settings", None)  # DP instance encoding's DPSettings; DP-SGD has its parameters
+        dp = asdict(settings) if settings is not None else s.params() if s.formal == "dp" else None
         eta = {"eta": s.eta} if getattr(s, "eta", None) is not None else {}
         return {"task": d.pop("task"), "model": d.pop("model"), "pooling": d.pop("pooling"), "scheme": s.name,
                 "m": m_label(getattr(s, "m", 0)), "k": getattr(s, "k", 1), "inter": self.inter, **eta, **d, "dp": dp}
@@ -196,6 +198,7 @@ def train_run(
     resume: bool = False,
     progress: bool = True,
     group: str = "train",
+    keep: dict | None = None,
 ) -> dict:
     """Train one run and return (and, with ``out``, atomically write) its results record.
 
@@ -206,6 +209,13 @@ def train_run(
     With ``out`` but no ``run_dir`` (the recipes), they go to a hidden folder beside
     ``out`` that the next call resumes from and that is deleted once ``out`` is written:
     an interrupted recipe loses at most the epoch it was in.
+
+    A scheme that releases only the model (DP-SGD) trains with :mod:`.dp_sgd` instead: its ``dp`` block is the
+    :class:`~.dp_sgd.DPSGDResult`'s JSON, and it keeps no checkpoint (an interrupted run restarts from scratch, as
+    the accountant's state would have to be restored). With ``keep`` (a dict), the trained modules are put there:
+    ``head`` (eval mode), ``encoder`` (the fine-tuned copy in joint mode) and ``query``, a function from clean
+    sentence representations to the head's logits through the run's query path (a pool mask first where the
+    run's evaluation applies one).
     """
     scratch = out is not None and run_dir is None
     if scratch:
@@ -235,17 +245,23 @@ def train_run(
                   checkpoint=run_dir / "checkpoint.pt" if run_dir is not None else None)
 
     encoder = prep.encoder
-    if spec.mode == "frozen":
+    dp = cal.to_json() if (cal := getattr(hider, "calibration", None)) is not None else None
+    if spec.scheme.release == "model":  # the model is trained privately (DP-SGD)
+        head, encoder, result = _fit_dp_sgd(spec, prep, head, eval_labels, progress)
+        history, dp = result.history, result.to_json()
+    elif spec.mode == "frozen":
         assert prep.train_x is not None
         train_x = prep.train_x.to(spec.device)
-        state = fit(represent=lambda idx: train_x[idx.to(train_x.device)],
-                    eval_sets=lambda: {s: (prep.eval_x[s], eval_labels[s]) for s in prep.evals}, **common)
+        history = fit(represent=lambda idx: train_x[idx.to(train_x.device)],
+                      eval_sets=lambda: {s: (prep.eval_x[s], eval_labels[s]) for s in prep.evals}, **common).history
     else:
         # every joint run starts from the pretrained weights: ``prep.encoder`` is shared by the runs of a recipe
         # (baseline, intra, inter, ...) and must not carry one run's fine-tuning into the next
         encoder = copy.deepcopy(prep.encoder)
-        state = _fit_joint(spec, prep, encoder, eval_labels, hider, rng, common)
-    final = state.history[-1]["eval"]
+        history = _fit_joint(spec, prep, encoder, eval_labels, hider, rng, common).history
+    if keep is not None:
+        keep.update(head=head.eval(), encoder=encoder, query=_query(head, hider, cfg.eval_mask))
+    final = history[-1]["eval"]
     first = task.eval_splits[0]
     record = {
         "kind": "train",
@@ -262,14 +278,14 @@ def train_run(
         "metric": task.metric,
         "eval": final,
         "score": final[first]["score"],
-        "best_score": max(h["eval"][first]["score"] for h in state.history),
+        "best_score": max(h["eval"][first]["score"] for h in history),
         "n_train": len(prep.train),
         "n_eval": {s: len(ds) for s, ds in prep.evals.items()},
         "encoder": config_summary(prep.encoder),
         "spec": spec.to_json(),
         "experiment_seed": cfg.seed,
-        "dp": cal.to_json() if (cal := getattr(hider, "calibration", None)) is not None else None,
-        "history": state.history,
+        "dp": dp,
+        "history": history,
         "seconds": round(time.time() - t0, 2),
     }
     if run_dir is not None and not scratch:
@@ -300,27 +316,116 @@ def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
 
 
 def train(spec: RunSpec, run_dir: str | Path, *, resume: bool = False, overwrite: bool = False,
-          refresh_cache: bool = False, progress: bool = True, log=lambda msg: None) -> dict:
+          refresh_cache: bool = False, progress: bool = True, log=lambda msg: None,
+          ledger: str | Path | None = None) -> dict:
     """One training run into ``run_dir`` (``privnlu train``): its results record, checkpoint, key (0600) and model
-    folder with its card; returns the record. Refuses a folder that holds a run unless ``resume``/``overwrite``."""
+    folder with its card; returns the record. Refuses a folder that holds a run unless ``resume``/``overwrite``.
+    With ``ledger``, the trained model is a release of the training set: checked against the owner's budget before
+    any work (DP-SGD: the noise its settings calibrate to), recorded with the accounted guarantee once written."""
     run_dir = Path(run_dir)
     check_run_dir(run_dir, resume=resume, overwrite=overwrite)
-    if spec.mode == "joint" and spec.scheme.formal != "none":
+    book = _ledger_check(spec, run_dir, ledger) if ledger is not None else None
+    if spec.mode == "joint" and spec.scheme.formal != "none" and spec.scheme.guarantee(joint=True).kind == "none":
         what = "DP" if spec.scheme.formal == "dp" else "formal"
         log(f"warning: --scheme {spec.scheme.name} with --mode joint gives no {what} guarantee "
             f"({spec.scheme.guarantee(joint=True).text}); use --mode frozen (or an encoder fine-tuned on public data) "
             "for a release with the guarantee")
     prep = prepare(spec, progress=progress, refresh_cache=refresh_cache)
-    return train_run(spec, prep, out=run_dir / "result.json", run_dir=run_dir, resume=resume, progress=progress)
+    rec = train_run(spec, prep, out=run_dir / "result.json", run_dir=run_dir, resume=resume, progress=progress)
+    if book is not None:
+        from ..schemes.ledger import release_of
+
+        ledger_, hashes = book
+        ledger_.record(release_of(spec.scheme, "train", f"{spec.task}/train", str(run_dir / MODEL_DIR),
+                                  calibration=rec["dp"]), hashes)
+        log(f"recorded the trained model in the ledger {ledger}")
+    return rec
+
+
+def _ledger_check(spec: RunSpec, run_dir: Path, ledger: str | Path) -> tuple:
+    """Refuse, before any work, a model release the owner's budget does not allow; (ledger, example hashes)."""
+    from ..schemes.ledger import Ledger, dataset_hashes, release_of
+
+    _, train_ds, _ = load_splits(spec)
+    book, hashes = Ledger.open(ledger), dataset_hashes(train_ds)
+    planned = None
+    if spec.scheme.release == "model":  # the noise DP-SGD will use, calibrated as training will calibrate it
+        from .dp_sgd import DPSGDConfig, calibrate, plan_steps
+
+        s = spec.scheme
+        cfg = DPSGDConfig(epsilon=s.epsilon, delta=s.delta, clip=s.clip, accountant=s.accountant,
+                          epochs=spec.train.epochs, batch_size=spec.train.batch_size)
+        q, steps = plan_steps(len(train_ds), cfg)
+        delta = cfg.delta_for(len(train_ds))
+        planned = {"epsilon": s.epsilon, "delta": delta, "sample_rate": q, "steps": steps,
+                   "noise_multiplier": calibrate(s.epsilon, delta, q, steps, s.accountant)}
+    elif spec.scheme.formal == "dp":
+        raise PrivnluError(f"--ledger with {spec.scheme.name}: record its encodings with privnlu dp encode --ledger")
+    book.check(release_of(spec.scheme, "train", f"{spec.task}/train", str(run_dir / MODEL_DIR), calibration=planned),
+               hashes)
+    return book, hashes
+
+
+def _query(head: torch.nn.Module, hider: TextHide | None, eval_mask: str):
+    """The run's query path on clean sentence representations: a pool mask where evaluation applies one
+    (:func:`~.trainer.fit`), then the head; returns the logits."""
+    device = next(head.parameters()).device
+
+    @torch.no_grad()
+    def query(x: torch.Tensor) -> torch.Tensor:
+        x = x.float()
+        if hider is not None and eval_mask == "pool":
+            x = hider.mask_only(x)
+        return head(x.to(device)).float()
+
+    return query
+
+
+def _tokenize_train(spec: RunSpec, prep: Prepared, enc: SentenceEncoder):
+    """The training texts' token ids (and token types, or None) and the pad id, for joint fine-tuning."""
+    tok = enc.tokenizer(prep.train.texts_a, prep.train.texts_b, truncation=True, max_length=spec.max_length)
+    ids = [torch.tensor(x) for x in tok["input_ids"]]
+    types = [torch.tensor(x) for x in tok["token_type_ids"]] if "token_type_ids" in tok else None
+    return ids, types, enc.tokenizer.pad_token_id or 0
+
+
+def _eval_features(spec: RunSpec, prep: Prepared, enc: SentenceEncoder) -> dict[str, torch.Tensor]:
+    """Every eval split's representations through ``enc`` as it is now."""
+    kw = dict(max_length=spec.max_length, batch_size=spec.encode_batch_size, bf16=spec.bf16, progress=False)
+    return {s: extract_features(enc, ds.texts_a, ds.texts_b, **kw) for s, ds in prep.evals.items()}
+
+
+def _fit_dp_sgd(spec: RunSpec, prep: Prepared, head: torch.nn.Module, eval_labels: dict, progress: bool):
+    """DP-SGD on the head (frozen) or on a copy of the encoder and the head (joint), the scheme's privacy
+    parameters with the run's epochs, learning rate, batch size and seed; ``(head, encoder, DPSGDResult)``."""
+    from .dp_sgd import DPSGDConfig, finetune_joint, train_head
+
+    s, cfg, task = spec.scheme, spec.train, prep.task
+    config = DPSGDConfig(epsilon=s.epsilon, delta=s.delta, clip=s.clip, accountant=s.accountant, epochs=cfg.epochs,
+                         batch_size=cfg.batch_size, lr=cfg.lr, seed=cfg.seed)
+    labels, num_out = _labels(prep.train), 1 if task.is_regression else len(task.label_names)
+    if spec.mode == "frozen":
+        assert prep.train_x is not None
+        evals = {name: (prep.eval_x[name], eval_labels[name]) for name in prep.evals}
+        result = train_head(prep.train_x.to(spec.device), labels, num_outputs=num_out, config=config, head=head,
+                            eval_fn=lambda h: evaluate(h, evals, task), progress=progress)
+        return result.model, prep.encoder, result
+    encoder = copy.deepcopy(prep.encoder)  # every run starts from the pretrained weights
+    ids, types, pad_id = _tokenize_train(spec, prep, encoder)
+
+    def eval_fn(model) -> dict:
+        x = _eval_features(spec, prep, model.encoder)
+        return evaluate(model.head, {name: (x[name], eval_labels[name]) for name in prep.evals}, task)
+
+    result = finetune_joint(encoder, head, ids, types, labels, pad_id=pad_id, config=config, eval_fn=eval_fn,
+                            progress=progress, encoder_lr=spec.encoder_lr)
+    return result.model.head, result.model.encoder, result
 
 
 def _fit_joint(spec: RunSpec, prep: Prepared, enc: SentenceEncoder, eval_labels, hider, rng: SecretGenerator,
                common: dict):
     """Joint fine-tuning of ``enc`` (a copy of ``prep.encoder``): the encoder runs inside the training step."""
-    tok = enc.tokenizer(prep.train.texts_a, prep.train.texts_b, truncation=True, max_length=spec.max_length)
-    ids = [torch.tensor(x) for x in tok["input_ids"]]
-    types = [torch.tensor(x) for x in tok["token_type_ids"]] if "token_type_ids" in tok else None
-    pad_id = enc.tokenizer.pad_token_id or 0
+    ids, types, pad_id = _tokenize_train(spec, prep, enc)
 
     def represent(idx: torch.Tensor) -> torch.Tensor:
         """The current encoder on the batch, padded to its longest example."""
@@ -329,8 +434,8 @@ def _fit_joint(spec: RunSpec, prep: Prepared, enc: SentenceEncoder, eval_labels,
         return enc(input_ids.to(spec.device), mask.to(spec.device), tt)
 
     def eval_sets():
-        kw = dict(max_length=spec.max_length, batch_size=spec.encode_batch_size, bf16=spec.bf16, progress=False)
-        return {s: (extract_features(enc, ds.texts_a, ds.texts_b, **kw), eval_labels[s]) for s, ds in prep.evals.items()}
+        x = _eval_features(spec, prep, enc)
+        return {s: (x[s], eval_labels[s]) for s in prep.evals}
 
     texts = prep.public_texts or []
 

@@ -10,8 +10,9 @@ reads ``model/privnlu.json``, loads the head and the encoder (the fine-tuned one
 unchanged base encoder of a frozen run, checked by fingerprint), and encodes every query exactly as the run's
 evaluation did (:func:`privnlu.training.trainer.fit`): never mixed; with ``--eval-mask pool`` (the default)
 multiplied by a mask drawn from the owner's secret pool (TextHide), after clipping and with the same noise for DP
-instance encoding (unless the run used clean queries). A pool mask is drawn afresh for each query, so a TextHide
-model's prediction can vary between calls as much as its head is sensitive to which mask it sees.
+instance encoding (unless the run used clean queries); a DP-SGD model takes the raw representations (its
+guarantee is its training's, stated by :meth:`Predictor.describe`). A pool mask is drawn afresh for each query, so
+a TextHide model's prediction can vary between calls as much as its head is sensitive to which mask it sees.
 
 The pool is key material and is not in the model folder: pass ``key=`` (``--key``), or keep the run folder's own
 ``key.pt``, which is used when no key is given. A key from another run is refused (``privnlu.json`` records a short
@@ -107,6 +108,9 @@ class Predictor:
         model = f"{self.pipeline['label']} ({self.pipeline['mode']}, {enc['name']})"
         if self.release is not None:
             return f"{model}; each query privatized on the user's side with {scheme.describe()}, fresh noise"
+        if scheme.release == "model":  # DP-SGD: the model itself carries the guarantee
+            g = scheme.guarantee(calibration=p.get("dp"), joint=self.pipeline["mode"] == "joint")
+            return f"{model}; queries as raw sentence representations; guarantee: {g.text}"
         if self.hider is None:
             how = "raw sentence representations" + (
                 " (as the federated server evaluated: the clients' pools never left them)"

@@ -1,0 +1,2 @@
+#!/bin/sh
+privnlu reproduce xie2022-dp-sgd --mode frozen --epochs 20

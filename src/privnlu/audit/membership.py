@@ -1,0 +1,133 @@
+"""The model-release threat in the audit: membership inference on the model each point trains.
+
+Candidates: the audit's ``n`` private training sentences (members) first, then up to ``D`` labelled non-members
+of the same distribution (training-split rows past ``--train-limit``, then the first evaluation split; never a
+text the model was trained on). The attacker gets what :data:`~privnlu.attacks.membership.MEMBERSHIP_THREAT`
+grants: query access to the trained model (its logits for any input, through the scheme's own query path), the
+public training recipe, and the candidates. Frozen mode runs online LiRA (Carlini et al. 2022) with
+``--mi-references`` reference models trained by that recipe on random halves of the candidates; joint mode runs
+the loss attack (Yeom et al. 2018), because a reference model there is a full fine-tuning run each.
+
+Reported: ROC AUC, TPR at 0.1 % and 1 % FPR, and the re-identification share: the attacker names its ``n``
+highest-scoring candidates, and the share of the private sentences among them is compared with random naming,
+``n / (n + D)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable
+
+import torch
+
+from ..attacks.membership import LiRA, LossAttack, membership_metrics, top_n_reidentification
+from ..attacks.threat import MEMBERSHIP_THREAT, AttackerView, Corpus
+from ..data import TextDataset
+from ..models import FeatureCache, extract_features
+from ..schemes import NoPrivacy
+from ..training.engine import Prepared, RunSpec, train_run
+
+#: the audit's shared context (:class:`privnlu.audit.run.Context`, not imported: run imports this module)
+Context = Any
+Query = Callable[[torch.Tensor], torch.Tensor]
+
+
+def nonmember_pool(ctx: Context) -> Corpus:
+    """Up to ``distractors`` labelled sentences the audited model never trained on (see the module docstring)."""
+    from ..data import get_task
+
+    s, prep = ctx.settings, ctx.prep
+    seen = set(prep.train.texts_a)
+    sources = []
+    if s.train_limit is not None:
+        full = get_task(s.task).load("train", s.data_dir)
+        sources.append(full.subset(range(s.train_limit, min(len(full), s.train_limit + 2 * s.distractors))))
+    first = prep.task.eval_splits[0]
+    sources.append(prep.evals[first])
+    texts: list[str] = []
+    parts: list[TextDataset] = []
+    for ds in sources:
+        keep = []
+        for i, t in enumerate(ds.texts_a):
+            if len(texts) >= s.distractors:
+                break
+            if t not in seen:
+                seen.add(t)
+                texts.append(t)
+                keep.append(i)
+        parts.append(ds.subset(keep))
+    xs = [_features(ctx, ds) for ds in parts if len(ds)]
+    labels = [y for ds in parts for y in ds.labels]
+    return Corpus(texts, torch.cat(xs).float(), torch.tensor(labels, dtype=torch.long))
+
+
+def _features(ctx: Context, ds: TextDataset) -> torch.Tensor:
+    spec = ctx.base
+    first = ctx.prep.task.eval_splits[0]
+    if ds.split == first and len(ds) == len(ctx.prep.evals[first]) and ds.texts_a == ctx.prep.evals[first].texts_a:
+        return ctx.prep.eval_x[first]
+    cache = FeatureCache(spec.cache_dir)
+    return cache.get(ctx.prep.encoder, ds, max_length=spec.max_length, batch_size=spec.encode_batch_size,
+                     bf16=spec.bf16, progress=ctx.progress).features
+
+
+def candidates(ctx: Context) -> Corpus:
+    """Members (the private sentences, clean representations) first, then the non-member pool."""
+    prep = ctx.prep
+    assert prep.train_x is not None
+    pool = ctx.nonmembers
+    labels = torch.tensor(prep.train.labels, dtype=torch.long)[ctx.private]
+    return Corpus([prep.train.texts_a[i] for i in ctx.private.tolist()] + pool.texts,
+                  torch.cat([prep.train_x[ctx.private].float(), pool.x]),
+                  torch.cat([labels, pool.labels]))
+
+
+def reference_trainer(ctx: Context, spec: RunSpec) -> Callable[[torch.Tensor, torch.Tensor], Query]:
+    """The public training recipe, run by the attacker: a model trained like the audited one (``spec``: frozen head,
+    same settings, the attacker's own keys and noise) on representations ``x`` with ``labels``; its query function."""
+    prep = ctx.prep
+    first = prep.task.eval_splits[0]
+    evals = {first: prep.evals[first].head(64)}  # per-epoch evaluation only; the attacker never needs it
+    if spec.scheme.release == "once":  # d_chi: a head on clean representations
+        spec = replace(spec, scheme=NoPrivacy())
+
+    def train(x: torch.Tensor, labels: torch.Tensor) -> Query:
+        # frozen training reads representations and labels only; the texts stay with the attacker
+        ds = TextDataset(prep.train.name, "train", [""] * len(x), [int(y) for y in labels],
+                         label_names=prep.train.label_names)
+        ref = Prepared(prep.task, prep.encoder, ds, evals, x, {first: prep.eval_x[first][:64]}, prep.public_x, None)
+        keep: dict = {}
+        train_run(replace(spec, mode="frozen"), ref, progress=False, group="reference", keep=keep)
+        return keep["query"]
+
+    return train
+
+
+def membership_threat(ctx: Context, spec: RunSpec, keep: dict) -> dict:
+    """Membership inference on the model the point trained under ``spec``; the threat's record (see the module
+    docstring)."""
+    s = ctx.settings
+    pool = candidates(ctx)
+    n = ctx.n
+    if s.mode == "joint":  # the fine-tuned encoder represents the candidates the attacker queries with
+        enc = keep["encoder"]
+        x = extract_features(enc, pool.texts, None, max_length=s.max_length, progress=False).float()
+        pool = Corpus(pool.texts, x, pool.labels)
+    view = AttackerView(MEMBERSHIP_THREAT, candidates=pool, query=keep["query"],
+                        **({"train_reference": reference_trainer(ctx, spec)} if s.mode == "frozen" else {}))
+    if s.mode == "frozen":
+        attack, name = LiRA(n_reference=s.mi_references, rng=ctx.rng()), (
+            f"LiRA, online, {s.mi_references} reference models (Carlini et al. 2022)")
+    else:
+        attack, name = LossAttack(), "loss attack (Yeom et al. 2018); no reference models in joint mode"
+    scores = attack.run(view)
+    member = torch.zeros(len(pool), dtype=torch.bool)
+    member[:n] = True
+    reid = top_n_reidentification(scores, n)
+    metrics = membership_metrics(scores, member)
+    return {"threat": "model", "attack": name, "auc": round(metrics["auc"], 4),
+            "tpr_at_fpr": {"0.01": metrics["tpr_at_fpr_0.01"], "0.001": metrics["tpr_at_fpr_0.001"]},
+            "balanced_accuracy": round(metrics["balanced_accuracy"], 4), "rate": round(reid["rate"], 2),
+            "identified": reid["identified"], "n_private": n, "ci95": [round(v, 2) for v in reid["ci95"]],
+            "random_guess": round(reid["random_guess"], 3), "candidates": len(pool), "distractors": len(pool) - n,
+            "n_members": metrics["n_members"], "n_nonmembers": metrics["n_nonmembers"]}
