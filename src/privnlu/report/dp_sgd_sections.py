@@ -71,8 +71,9 @@ def _setting(key: tuple, recs: list[dict]) -> str:
     task, mode, n, epochs = key
     r0 = recs[0]
     train = (r0.get("spec") or {}).get("train", {})
-    lrs = "; ".join(sorted({f"{'DP-SGD' if _is_dp_sgd(r) else 'no privacy'}: head lr {r['spec']['train']['lr']:g}, "
-                            f"encoder lr {r['spec'].get('encoder_lr', 0):g}" for r in recs}))
+    enc = (lambda r: f", encoder lr {r['spec'].get('encoder_lr', 0):g}") if mode == "joint" else (lambda r: "")
+    lrs = "; ".join(sorted({f"{'DP-SGD' if _is_dp_sgd(r) else 'no privacy'}: head lr {r['spec']['train']['lr']:g}"
+                            + enc(r) for r in recs}))
     return (f"{task}, {'encoder and head fine-tuned' if mode == 'joint' else 'head on a frozen encoder'}, {n} training "
             f"examples, {epochs} epochs, (expected) batch {train.get('batch_size')}, encoder {r0.get('encoder', {}).get('model', '')}"
             f"; learning rates: {lrs}. Accuracy on the full dev set, last epoch.")
