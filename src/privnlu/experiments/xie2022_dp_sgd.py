@@ -4,8 +4,9 @@
 * ``xie2022-dp-sgd``: the encoder (packaged MiniLM) and head fine-tuned jointly with DP-SGD (Opacus, PRV accountant,
   Poisson sampling, per-example clipping, ghost clipping) on SST-2 at CPU scale, at epsilon 1, 3 and 8, beside
   non-private fine-tuning at the same budget: the same examples, epochs and (expected) batch size. Each side keeps
-  its own learning rates (DP-SGD trains at larger rates, as Li et al. 2022 advise; ``--lrs`` and ``--encoder-lrs``
-  set DP-SGD's, and such runs are named by them); the records state them.
+  its own learning rates; DP-SGD fine-tuned runs at two pairs, the large rates of Li et al. 2022 and the
+  non-private encoder rate with the frozen head's (``--lrs`` and ``--encoder-lrs`` set other pairs; runs not at the
+  first pair are named by their rates); the records state them.
   ``--mode frozen`` trains only the head on the frozen encoder's representations (``--epochs 20``: a head needs
   more passes than a fine-tuned encoder).
 * ``xie2022-dp-sgd-audit``: the one-run empirical audit (Steinke et al. 2023) of DP-SGD, sound runs beside a
@@ -21,9 +22,10 @@ from .registry import Point, Recipe, RunContext, register
 PAPER = "xie2022"
 GROUP = "xie2022-dp-sgd"
 EPSILONS = (1.0, 3.0, 8.0)
-#: (head lr, encoder lr): non-private fine-tuning (the cpu scale's), and DP-SGD's larger rates, by mode (frozen: the
-#: audit's DP-SGD head rate; the encoder rate is unused)
-PRIVATE_LRS = {"joint": (1e-3, 5e-4), "frozen": (1e-2, 5e-4)}
+#: DP-SGD's (head lr, encoder lr) pairs by mode: fine-tuned, the large rates of Li et al. 2022, then the
+#: non-private encoder rate with the frozen head's rate; frozen, the audit's DP-SGD head rate (the encoder rate is
+#: unused). Non-private training keeps CLEAR_LRS (the cpu scale's).
+PRIVATE_LRS = {"joint": ((1e-3, 5e-4), (1e-2, 5e-5)), "frozen": ((1e-2, 5e-4),)}
 CLEAR_LRS = (1e-3, 5e-5)
 
 
@@ -37,24 +39,29 @@ def _specs(o: dict) -> list:
         base = RunSpec(task=task, model=o["model"], mode=o["mode"], train_limit=o["train_limit"], max_length=128,
                        train=TrainConfig(epochs=o["epochs"], batch_size=o["batch_size"], seed=o["seed"]))
         out.append(replace(base, scheme=NoPrivacy(), encoder_lr=CLEAR_LRS[1], train=replace(base.train, lr=CLEAR_LRS[0])))
-        head_lr, enc_lr = _private_lrs(o)
-        for eps in o["epsilons"]:
-            out.append(replace(base, scheme=create("dp-sgd", epsilon=eps), encoder_lr=enc_lr,
-                               train=replace(base.train, lr=head_lr)))
+        for head_lr, enc_lr in _private_lrs(o):
+            for eps in o["epsilons"]:
+                out.append(replace(base, scheme=create("dp-sgd", epsilon=eps), encoder_lr=enc_lr,
+                                   train=replace(base.train, lr=head_lr)))
     return out
 
 
-def _private_lrs(o: dict) -> tuple[float, float]:
-    """DP-SGD's (head, encoder) learning rates: ``--lrs`` / ``--encoder-lrs`` (first value), else the mode's."""
-    head, enc = PRIVATE_LRS[o["mode"]]
-    return tuple(o["lrs"] or (head,))[0], tuple(o["encoder_lrs"] or (enc,))[0]
+def _private_lrs(o: dict) -> tuple[tuple[float, float], ...]:
+    """DP-SGD's (head, encoder) learning-rate pairs: ``--lrs`` and ``--encoder-lrs`` paired in order, else the
+    mode's."""
+    if not (o["lrs"] or o["encoder_lrs"]):
+        return PRIVATE_LRS[o["mode"]]
+    first = PRIVATE_LRS[o["mode"]][0]
+    heads, encs = tuple(o["lrs"] or (first[0],)), tuple(o["encoder_lrs"] or (first[1],))
+    return tuple((heads[min(i, len(heads) - 1)], encs[min(i, len(encs) - 1)])
+                 for i in range(max(len(heads), len(encs))))
 
 
 def _name(o: dict, spec) -> str:
-    """``<task>-<scheme label>-<mode>``; DP-SGD runs at other than the mode's rates say which."""
-    lrs = _private_lrs(o)
-    other = spec.scheme.release == "model" and lrs != PRIVATE_LRS[o["mode"]]
-    return f"{spec.label}-{spec.mode}" + (f"-lr{lrs[0]:g}-enc{lrs[1]:g}" if other else "")
+    """``<task>-<scheme label>-<mode>``; DP-SGD runs at other than the mode's first rates say which."""
+    rates = (spec.train.lr, spec.encoder_lr)
+    other = spec.scheme.release == "model" and rates != PRIVATE_LRS[o["mode"]][0]
+    return f"{spec.label}-{spec.mode}" + (f"-lr{rates[0]:g}-enc{rates[1]:g}" if other else "")
 
 
 def _settings(spec_json: dict) -> dict:
