@@ -37,38 +37,38 @@ def nonmember_pool(ctx: Context) -> Corpus:
     from ..data import get_task
 
     s, prep = ctx.settings, ctx.prep
-    seen = set(prep.train.texts_a)
-    sources = []
+    first = prep.task.eval_splits[0]
+    sources: list[tuple[TextDataset, torch.Tensor | None]] = []  # (sentences, their representations if computed)
     if s.train_limit is not None:
         full = get_task(s.task).load("train", s.data_dir)
-        sources.append(full.subset(range(s.train_limit, min(len(full), s.train_limit + 2 * s.distractors))))
-    first = prep.task.eval_splits[0]
-    sources.append(prep.evals[first])
+        sources.append((full.subset(range(s.train_limit, min(len(full), s.train_limit + 2 * s.distractors))), None))
+    sources.append((prep.evals[first], prep.eval_x[first]))
+    seen = set(prep.train.texts_a)
     texts: list[str] = []
-    parts: list[TextDataset] = []
-    for ds in sources:
+    xs: list[torch.Tensor] = []
+    labels: list[int] = []
+    for ds, x in sources:
         keep = []
         for i, t in enumerate(ds.texts_a):
-            if len(texts) >= s.distractors:
+            if len(texts) + len(keep) >= s.distractors:
                 break
             if t not in seen:
                 seen.add(t)
-                texts.append(t)
                 keep.append(i)
-        parts.append(ds.subset(keep))
-    xs = [_features(ctx, ds) for ds in parts if len(ds)]
-    labels = [y for ds in parts for y in ds.labels]
+        if keep:
+            part = ds.subset(keep)
+            texts += part.texts_a
+            labels += [int(y) for y in part.labels]
+            xs.append(x[keep] if x is not None else _encode(ctx, part))
     return Corpus(texts, torch.cat(xs).float(), torch.tensor(labels, dtype=torch.long))
 
 
-def _features(ctx: Context, ds: TextDataset) -> torch.Tensor:
+def _encode(ctx: Context, ds: TextDataset) -> torch.Tensor:
+    """``ds``'s representations under the audit's encoder (through the feature cache)."""
     spec = ctx.base
-    first = ctx.prep.task.eval_splits[0]
-    if ds.split == first and len(ds) == len(ctx.prep.evals[first]) and ds.texts_a == ctx.prep.evals[first].texts_a:
-        return ctx.prep.eval_x[first]
-    cache = FeatureCache(spec.cache_dir)
-    return cache.get(ctx.prep.encoder, ds, max_length=spec.max_length, batch_size=spec.encode_batch_size,
-                     bf16=spec.bf16, progress=ctx.progress).features
+    return FeatureCache(spec.cache_dir).get(ctx.prep.encoder, ds, max_length=spec.max_length,
+                                            batch_size=spec.encode_batch_size, bf16=spec.bf16,
+                                            progress=ctx.progress).features
 
 
 def candidates(ctx: Context) -> Corpus:
