@@ -193,9 +193,9 @@ def grid(s: AuditSettings) -> list[GridPoint]:
 #: the demo's audit (``privnlu demo``): every scheme on a slice of the packaged tweets sized to finish well within
 #: 10 minutes on 2 CPU cores: 1,000 training and 300 dev tweets, 100 private sentences among 2,000 distractors (the
 #: full audit uses 5,000), 20 encodings per private sentence for the reconstruction attack (Xie & Hong 2021 use 50)
-#: two eta per d_chi mechanism (every text-to-text or token-rep point re-encodes the privatized tweets, the
-#: largest cost; the audit's default is three), DP instance encoding at epsilon 1 and 8 (the audit adds 64), DP-SGD
+#: one eta per d_chi mechanism, the one that keeps most utility (every text-to-text or token-rep point re-encodes
+#: the privatized tweets, the largest cost; the audit's default is three), DP instance encoding at epsilon 1 and 8 (the audit adds 64), DP-SGD
 #: at 1, 3 and 8, and membership inference with 8 reference models on every point
 DEMO = AuditSettings(task="tweets", train_limit=1000, dev_limit=300, epochs=20, n_private=100, distractors=2000,
                      attack_epochs=20, aux_size=300, public_size=1200, dp_epsilons=(1.0, 8.0),
-                     dchi_targets=(0.1, 0.7), calibration_tokens=2000)
+                     dchi_targets=(0.7,), calibration_tokens=2000)
