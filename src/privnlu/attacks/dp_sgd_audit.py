@@ -201,7 +201,7 @@ def audit_dp_sgd(features: torch.Tensor, labels: torch.Tensor, *, num_outputs: i
     claimed epsilon (a deliberately broken run the audit should catch). ``delta``: the config's, else
     ``1 / (10 (n + m))``; it must be <= ``1 / (n + m)``, so that it is fixed before the canaries are drawn and
     within ``1 / n`` of every training set the draw can give. ``seed``: EXPERIMENTS ONLY."""
-    from ..training.dp_sgd import calibrate, plan_steps, train_head
+    from ..training.dp_sgd import plan_noise, train_head
     from ..version import __version__
 
     require(features.dim() == 2 and len(features) >= 1, "the features must be a matrix with one row per example")
@@ -222,15 +222,15 @@ def audit_dp_sgd(features: torch.Tensor, labels: torch.Tensor, *, num_outputs: i
     inc = torch.from_numpy(included)
     x = torch.cat([features, cx[inc]])
     y = torch.cat([labels.long(), cy[inc]])
-    rate, steps = plan_steps(len(x), config)
-    calibrated = calibrate(config.epsilon, delta, rate, steps, config.accountant) if under_noise else None
-    sigma = calibrated / under_noise if calibrated is not None and under_noise else config.noise_multiplier
+    # the noise the claim calibrates to (an explicit noise multiplier is kept unless the run is under-noised)
+    plan = plan_noise(len(x), dataclasses.replace(config, delta=delta,
+                                                  noise_multiplier=None if under_noise else config.noise_multiplier))
+    calibrated = plan["noise_multiplier"] if under_noise or config.noise_multiplier is None else None
+    sigma = calibrated / under_noise if under_noise else config.noise_multiplier
     run_cfg = dataclasses.replace(config, delta=delta, noise_multiplier=sigma, seed=seed)
     res = train_head(x, y, num_outputs=num_outputs, config=run_cfg, hidden=hidden, dropout=0.0, progress=progress)
-    require(abs(res.sample_rate - rate) < 1e-12 and res.steps == steps,
+    require(abs(res.sample_rate - plan["sample_rate"]) < 1e-12 and res.steps == plan["steps"],
             "DP-SGD took another sample rate or step count than the audit calibrated for")
-    if calibrated is None:
-        calibrated = res.noise_multiplier if config.noise_multiplier is None else None
     scores = label_log_prob(res.model, cx, cy)
     g = audit_guesses(scores, included, delta)
     best = g["best"]

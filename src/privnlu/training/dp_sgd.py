@@ -329,17 +329,16 @@ def _train(model: nn.Module, groups: list[dict], n: int,
            regression: bool, eval_fn: EvalFn | None, progress: bool) -> DPSGDResult:
     """The DP-SGD loop shared by both modes; ``batch(idx)`` gives the model's inputs and the labels of ``idx``,
     ``dummy`` a constant input of one row (never training data)."""
-    delta = config.delta_for(n)
+    plan = plan_noise(n, config)
+    delta, sigma = plan["delta"], plan["noise_multiplier"]
     _freeze_unreached(model, dummy, groups)
     require(bool(groups), "the model has no trainable parameter")
     rng = SecretGenerator(config.seed, warn=False)
     noise_gen, sample_gen = (torch.Generator().manual_seed(int(w)) for w in rng.words(2))
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(n)),
                                          batch_size=min(config.batch_size, n), generator=sample_gen)
-    sample_rate, steps = plan_steps(n, config)
-    steps_per_epoch = steps // config.epochs
+    steps_per_epoch = plan["steps"] // config.epochs
     assert steps_per_epoch == len(loader)
-    sigma = config.noise_multiplier or calibrate(config.epsilon, delta, sample_rate, steps, config.accountant)
     empty_y = torch.zeros(1, dtype=torch.float32 if regression else torch.long, device=dummy[0].device)
     model.train()
     private = _make_private(model, groups, loader, sigma, config, regression, noise_gen)
@@ -377,12 +376,21 @@ def _train(model: nn.Module, groups: list[dict], n: int,
         warnings.simplefilter("ignore")  # the PRV accountant's log(1 - q) at q = 1 (a batch of everything)
         epsilon = float(private.engine.get_epsilon(delta))
     return DPSGDResult(model=plain, epsilon=epsilon, delta=delta,
-                       noise_multiplier=float(sigma), sample_rate=sample_rate, steps=steps,
+                       noise_multiplier=float(sigma), sample_rate=plan["sample_rate"], steps=steps,
                        accountant=config.accountant, history=history,
                        target_epsilon=None if config.noise_multiplier else float(config.epsilon), clip=config.clip,
                        epochs=config.epochs, grad_sample_mode=config.mode,
                        noise_source="seeded (experiments only)" if config.seed is not None else
                        "torch generator seeded from the OS CSPRNG")
+
+
+def plan_noise(n: int, config: DPSGDConfig) -> dict:
+    """What a run over ``n`` examples will use, before any training: its ``delta``, ``sample_rate``, ``steps`` and
+    ``noise_multiplier`` (the override, or calibrated for ``(epsilon, delta)`` over exactly those steps)."""
+    delta = config.delta_for(n)
+    sample_rate, steps = plan_steps(n, config)
+    sigma = config.noise_multiplier or calibrate(config.epsilon, delta, sample_rate, steps, config.accountant)
+    return {"delta": delta, "sample_rate": sample_rate, "steps": steps, "noise_multiplier": sigma}
 
 
 def plan_steps(n: int, config: DPSGDConfig) -> tuple[float, int]:

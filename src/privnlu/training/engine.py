@@ -350,15 +350,9 @@ def _ledger_check(spec: RunSpec, run_dir: Path, ledger: str | Path) -> tuple:
     book, hashes = Ledger.open(ledger), dataset_hashes(train_ds)
     planned = None
     if spec.scheme.release == "model":  # the noise DP-SGD will use, calibrated as training will calibrate it
-        from .dp_sgd import DPSGDConfig, calibrate, plan_steps
+        from .dp_sgd import plan_noise
 
-        s = spec.scheme
-        cfg = DPSGDConfig(epsilon=s.epsilon, delta=s.delta, clip=s.clip, accountant=s.accountant,
-                          epochs=spec.train.epochs, batch_size=spec.train.batch_size)
-        q, steps = plan_steps(len(train_ds), cfg)
-        delta = cfg.delta_for(len(train_ds))
-        planned = {"epsilon": s.epsilon, "delta": delta, "sample_rate": q, "steps": steps,
-                   "noise_multiplier": calibrate(s.epsilon, delta, q, steps, s.accountant)}
+        planned = {"epsilon": spec.scheme.epsilon, **plan_noise(len(train_ds), dp_sgd_config(spec))}
     elif spec.scheme.formal == "dp":
         raise PrivnluError(f"--ledger with {spec.scheme.name}: record its encodings with privnlu dp encode --ledger")
     book.check(release_of(spec.scheme, "train", f"{spec.task}/train", str(run_dir / MODEL_DIR), calibration=planned),
@@ -395,14 +389,22 @@ def _eval_features(spec: RunSpec, prep: Prepared, enc: SentenceEncoder) -> dict[
     return {s: extract_features(enc, ds.texts_a, ds.texts_b, **kw) for s, ds in prep.evals.items()}
 
 
+def dp_sgd_config(spec: RunSpec):
+    """The :class:`~.dp_sgd.DPSGDConfig` of a DP-SGD run: the scheme's privacy parameters, the run's epochs, learning
+    rate, batch size and seed."""
+    from .dp_sgd import DPSGDConfig
+
+    s, cfg = spec.scheme, spec.train
+    return DPSGDConfig(epsilon=s.epsilon, delta=s.delta, clip=s.clip, accountant=s.accountant, epochs=cfg.epochs,
+                       batch_size=cfg.batch_size, lr=cfg.lr, seed=cfg.seed)
+
+
 def _fit_dp_sgd(spec: RunSpec, prep: Prepared, head: torch.nn.Module, eval_labels: dict, progress: bool):
     """DP-SGD on the head (frozen) or on a copy of the encoder and the head (joint), the scheme's privacy
     parameters with the run's epochs, learning rate, batch size and seed; ``(head, encoder, DPSGDResult)``."""
-    from .dp_sgd import DPSGDConfig, finetune_joint, train_head
+    from .dp_sgd import finetune_joint, train_head
 
-    s, cfg, task = spec.scheme, spec.train, prep.task
-    config = DPSGDConfig(epsilon=s.epsilon, delta=s.delta, clip=s.clip, accountant=s.accountant, epochs=cfg.epochs,
-                         batch_size=cfg.batch_size, lr=cfg.lr, seed=cfg.seed)
+    task, config = prep.task, dp_sgd_config(spec)
     labels, num_out = _labels(prep.train), 1 if task.is_regression else len(task.label_names)
     if spec.mode == "frozen":
         assert prep.train_x is not None
