@@ -47,6 +47,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
                      ["--n", "5000", "--groups", "100", "--iters", "1"]),
     "dp_sgd": ("bench_dp_sgd.py", ["--steps", "4", "--rounds", "2"],
                ["--steps", "1", "--rounds", "1", "--head-steps", "10"]),
+    "audit_own_file": ("bench_audit_own_file.py", ["--rows", "1000"], ["--rows", "200", "--schemes", "none,dp-sgd"]),
     "gradient_attack": ("bench_gradient_attack.py", ["--dims", "4,16,64", "--reps", "2"], ["--dims", "4,16", "--reps", "1"]),
     # bench_reconstruction.py is also the scaling-curve tool: it keeps its own record format, wrapped below
     "reconstruction": ("bench_reconstruction.py", ["--task", "tweets", "--train-limit", "3000", "--n", "50", "--epochs", "20"],

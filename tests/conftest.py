@@ -48,3 +48,26 @@ def toy_glue_dir(root: Path, n_train: int) -> Path:
 def toy_glue(tmp_path) -> Path:
     """60 train and 30 dev rows (modules that need another size override this fixture)."""
     return toy_glue_dir(tmp_path, 60)
+
+
+def train_once(env: tuple[Path, list[str]], name: str, *extra: str) -> Path:
+    """``privnlu train`` into ``root/name`` with the module's common arguments, once per module."""
+    from privnlu.cli.main import main
+
+    root, args = env
+    out = root / name
+    if not (out / "result.json").exists():
+        assert main(["train", *args, *extra, "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def joint_and_frozen_runs(tmp_path_factory, tiny_model) -> Path:
+    """One joint and one frozen tiny run (``root/joint``, ``root/frozen``) on a 24-row toy SST-2."""
+    root = tmp_path_factory.mktemp("runs")
+    glue = toy_glue_dir(root, 24)
+    env = (root, ["--task", "sst2", "--data-dir", str(glue), "--model", str(tiny_model), "--cache-dir",
+                  str(root / "cache"), "--quiet", "--batch-size", "8", "--epochs", "1"])
+    for mode in ("joint", "frozen"):
+        train_once(env, mode, "--mode", mode)
+    return root

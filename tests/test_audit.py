@@ -28,6 +28,10 @@ def test_recommendation_is_computed_from_the_numbers():
     base = P("no privacy", 90, 100)
     pts = [base, P("scheme A, x = 1", 80, 40, "none"), P("scheme B, y = 2", 60, 3, "eps 8"), P("scheme C", 55, 0.5, "eta 9")]
     text = recommend(pts, baseline=base, random_reid=2.0, metric="accuracy", ceilings=(1, 5, 50))
+    # the bottom line: the most useful setting within 5 points of random guessing
+    assert text[0].startswith("Bottom line: use scheme B, y = 2; it keeps 67 % of the non-private utility (60.0 accuracy")
+    assert "re-identifies 3.0 % of the private sentences" in text[0]
+    text = text[1:]
     assert text[0].startswith("At most 1 % re-identification: the best utility is 55.0 accuracy from scheme C")
     assert "35.0 points below no privacy (90.0)" in text[0]
     assert "60.0 accuracy from scheme B, y = 2" in text[1] and "eps 8" in text[1]
@@ -35,13 +39,15 @@ def test_recommendation_is_computed_from_the_numbers():
     assert text[3].startswith("1 of 3 privatized settings are no better for the attacker than random guessing (2.0 %)")
     # other numbers, other words: nothing hard-coded
     moved = [base, replace(pts[1], reid=0.2), pts[2], pts[3]]
-    assert "80.0 accuracy from scheme A" in recommend(moved, baseline=base, random_reid=2.0, metric="accuracy", ceilings=(1,))[0]
+    assert "80.0 accuracy from scheme A" in recommend(moved, baseline=base, random_reid=2.0, metric="accuracy", ceilings=(1,))[1]
     none = recommend([base, P("X", 70, 30)], baseline=base, random_reid=1.0, metric="mcc", ceilings=(5,))
-    assert none == ["At most 5 % re-identification: no measured setting gets there; the lowest is 30.0 % from X (70.0 mcc)."]
+    assert none[1:] == ["At most 5 % re-identification: no measured setting gets there; the lowest is 30.0 % from X (70.0 mcc)."]
     assert recommend([base], baseline=base, random_reid=1.0, metric="accuracy")[0].startswith("No privatized setting")
+    # a point at or below the majority class is never the best utility
     at_chance = recommend(pts, baseline=base, random_reid=2.0, metric="accuracy", ceilings=(1, 50), chance_utility=56.0)
-    assert at_chance[0].endswith("no better than always predicting the majority class (56.0).")
-    assert "majority class" not in at_chance[1]
+    assert at_chance[1].startswith("At most 1 % re-identification: no useful utility;") and "55.0" in at_chance[1]
+    assert "best utility" not in at_chance[1] and "best utility is 80.0" in at_chance[2]
+    assert at_chance[-1].startswith("No useful utility") and "scheme C (55.0)" in at_chance[-1]
 
 
 def test_recommendation_names_the_worst_threat_and_the_only_useful_scheme():
@@ -52,8 +58,9 @@ def test_recommendation_names_the_worst_threat_and_the_only_useful_scheme():
     pts = [base, sgd, Point("DP-SGD, epsilon = 1", 52, 5.0, "(1, 1e-05)-DP", "model"),
            Point("TextHide, m = 256, k = 4", 50, 80.0, "none", "release")]
     text = recommend(pts, baseline=base, random_reid=4.8, metric="accuracy", ceilings=(10,), chance_utility=42.0)
-    assert "through the trained model (membership inference), its worst threat" in text[0]
-    assert "Only DP-SGD gives both useful utility" in text[1] and "DP-SGD, epsilon = 8 at 70.0" in text[1]
+    assert text[0].startswith("Bottom line: use DP-SGD, epsilon = 8")
+    assert "through the trained model (membership inference), its worst threat" in text[1]
+    assert "Only DP-SGD gives both useful utility" in text[2] and "DP-SGD, epsilon = 8 at 70.0" in text[2]
     # a second scheme that is useful and private too: no "only" sentence
     other = Point("DP instance encoding, epsilon = 8", 60, 5.0, "(8, 1e-05)-DP", "release")
     assert not any(t.startswith("Only") for t in recommend(pts + [other], baseline=base, random_reid=4.8,
@@ -128,24 +135,28 @@ def test_tiny_audit_end_to_end_resumes_and_reports(tiny_model, cache_dir, tmp_pa
     assert by["dp-ie"]["examples"][0]["released"] == "3 mixed, noised encodings"  # the paper's Algorithm 1: no mask
     # a rerun with the same settings trains nothing
     monkeypatch.setattr(run_mod, "run_point", lambda *a, **k: pytest.fail("a finished point was rerun"))
-    assert [r["name"] for r in run_audit(s, out, progress=False)] == [r["name"] for r in recs]
+    assert [r["name"] for r in run_audit(s, out, resume=True, progress=False)] == [r["name"] for r in recs]
     # the report leads with the audit
     page = build_report([out / "points"], tmp_path / "report").read_text()
     assert page.index("<section") == page.index('<section id="audit"')
     assert "audit_frontier_tweets_frozen.png" in page and "At most 5 % re-identification" in page
     md = markdown_report([out / "points"])
-    assert "Pareto front:" in md and "model: membership AUC" in md and "LiRA, online, 8 reference models" in md
+    assert "Pareto front" in md and "model: membership AUC" in md and "LiRA, online, 4 reference models" in md  # small data: 4
+    assert md.index("Bottom line:") < md.index("| scheme |")
 
 
-def test_changed_settings_rerun_the_point(tiny_model, cache_dir, tmp_path, small_attack):
+def test_changed_settings_are_refused_then_replaced_with_force(tiny_model, cache_dir, tmp_path, small_attack):
     from privnlu.audit.run import run_audit
+    from privnlu.errors import PrivnluError
 
     out = tmp_path / "audit"
     s = _tiny_settings(tiny_model, cache_dir, schemes=("none",))
     run_audit(s, out, progress=False)
     first = json.loads((out / "points" / "none.json").read_text())
     s2 = replace(s, epochs=2)
-    run_audit(s2, out, progress=False)
+    with pytest.raises(PrivnluError, match="epochs 1 -> 2"):
+        run_audit(s2, out, resume=True, progress=False)
+    run_audit(s2, out, force=True, progress=False)
     second = json.loads((out / "points" / "none.json").read_text())
     assert first["settings"]["epochs"] == 1 and second["settings"]["epochs"] == 2
     # another grid around it does not invalidate the point

@@ -181,3 +181,61 @@ def test_train_on_users_own_files(capsys, tmp_path, tiny_model, cache_dir):
     write(dev, "review,sentiment\nmeh,neutral\n")
     code, err = run_cli(capsys, "train", *args, "--out", str(tmp_path / "run2"))
     assert code == 2 and "not one of the task's labels" in err
+
+
+# -- what long commands say, and where they write --------------------------------------------------------------
+
+def test_dp_account_prints_a_table_and_the_json_on_request(capsys):
+    assert main(["dp", "account", "--dp-epsilon", "8", "--k", "4", "--encodings-per-example", "50"]) == 0
+    table = capsys.readouterr().out
+    assert "accounted epsilon" in table and "noise multiplier" in table and "{" not in table
+    assert main(["dp", "account", "--dp-epsilon", "8", "--k", "4", "--encodings-per-example", "50", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["participations"] == 200 and rec["valid_dp_guarantee"] is True
+
+
+def test_report_default_folder_is_derived_from_the_inputs(capsys, tmp_path, monkeypatch):
+    from privnlu.cli.report import default_out
+
+    assert default_out(["results/qu2021/figure4"]) == str(Path("runs/report/qu2021-figure4"))
+    assert default_out(["runs/dchi_train", "runs/pt"]) == str(Path("runs/report/dchi_train+pt"))
+    assert default_out(["runs/"]) == str(Path("runs/report/all"))
+    assert default_out(["geometry.json", "examples.json"]) == str(Path("runs/report/geometry+examples"))
+    monkeypatch.chdir(tmp_path)
+    rec = {"kind": "dchi", "analysis": "inversion", "task": "sst2", "dim": 32, "tokens": 10,
+           "rows": [{"eta": 50, "accuracy": 0.1, "paper": 0.0154}]}
+    for name in ("a", "b"):
+        write(tmp_path / name / "inv.json", json.dumps(rec))
+        assert main(["report", name]) == 0
+    assert (tmp_path / "runs/report/a/index.html").is_file() and (tmp_path / "runs/report/b/index.html").is_file()
+
+
+def test_gradient_sweep_and_wire_have_distinct_default_outputs(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "runs/attacks/gradient_matching.json", "{}")  # a finished Table 2 sweep
+    code, err = run_cli(capsys, "attack", "gradient", "--trials", "1")
+    assert code == 2 and "gradient_matching.json exists" in err
+    code, err = run_cli(capsys, "attack", "gradient", "--wire", str(tmp_path / "fed/wire.safetensors"))
+    assert "gradient_matching.json" not in err  # refused for the capture it cannot read, not for the sweep's file
+
+
+def test_attack_search_refuses_a_regression_task_before_encoding(capsys, tmp_path):
+    out = tmp_path / "s.json"
+    code, err = run_cli(capsys, "attack", "search", "--task", "stsb", "--data-dir", str(tmp_path / "none"),
+                        "--out", str(out))
+    assert code == 2 and "regression task" in err and not out.exists()  # no data were looked for
+
+
+def test_dchi_analyze_prints_what_it_found(capsys, tmp_path, tiny_model):
+    out = tmp_path / "den.json"
+    assert main(["dchi", "analyze", "deniability", "--model", str(tiny_model), "--draws", "5", "--seed", "0",
+                 "--out", str(out)]) == 0
+    cap = capsys.readouterr()
+    assert "sample of 2000 regular tokens" in cap.err and json.loads(out.read_text())["words"] == 2000
+    assert "N_w" in cap.out and "S_w" in cap.out
+    toy = toy_glue_dir(tmp_path, 10)
+    out = tmp_path / "inv.json"
+    assert main(["dchi", "analyze", "inversion", "--model", str(tiny_model), "--data-dir", str(toy), "--etas",
+                 "50,1000", "--seed", "0", "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("eta 1000: nearest-neighbour inversion recovers")

@@ -115,3 +115,52 @@ def test_cli_dchi_audit_on_a_model(capsys, tmp_path, tiny_model):
                  "--draws", "4000", "--seed", "0", "--quiet", "--out", str(out)]) == 0
     r = json.loads(out.read_text())["results"][0]
     assert r["mechanism"] == "dchi-rep" and r["eps_lb"] <= r["claimed_epsilon"] and len(r["details"]["tokens"]) == 2
+
+
+# -- bounded work: caps and a memory estimate, checked before any draw --------------------------------------------
+
+def test_the_cli_caps_match_the_library():
+    from privnlu.attacks import dp_audit
+    from privnlu.cli.main import build_parser
+    from privnlu.cli.options import walk
+
+    audit = next(p for path, p in walk(build_parser()) if path == ("dp", "audit"))
+    acts = {a.dest: a for a in audit._actions}
+    assert acts["draws"].type.range.hi == dp_audit.MAX_DRAWS and acts["dim"].type.range.hi == dp_audit.MAX_DIM
+
+
+def test_work_beyond_the_caps_or_memory_is_refused_before_any_draw(monkeypatch, capsys, tmp_path):
+    from privnlu.attacks import dp_audit
+    from privnlu.errors import PrivnluError
+
+    dp_audit.check_work(100_000, 384, memory=8 * 2**30)  # the defaults fit a small machine
+    assert dp_audit.memory_estimate(10**6, 64) < dp_audit.memory_estimate(10**7, 64)
+    assert dp_audit.chunk_rows(64) == dp_audit.CHUNK_ROWS and dp_audit.chunk_rows(10**6) < 20  # wide: small chunks
+    with pytest.raises(PrivnluError, match="GiB of memory"):
+        dp_audit.check_work(50_000_000, 64, memory=2**30)
+    with pytest.raises(PrivnluError, match="noise values"):
+        dp_audit.check_work(10**7, 10**4)
+    drawn = []
+    monkeypatch.setattr(dp_audit, "physical_memory", lambda: 2**28)  # a 256 MiB machine
+    monkeypatch.setattr(dp_audit, "audit_encoding", lambda *a, **k: drawn.append(1))
+    out = tmp_path / "a.json"
+    for argv, says in ([["--draws", "10000000"], "GiB of memory"], [["--draws", "200000000"], "out of range"],
+                       [["--dim", "2000000"], "out of range"]):
+        code = main(["dp", "audit", "--dp-epsilon", "1", *argv, "--quiet", "--out", str(out)])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and says in err[0] and not out.exists() and not drawn
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--dp-epsilon", "1", "--pairs", "2"], "--pairs apply to a d_chi claim"),
+    (["--dp-epsilon", "1", "--target-loss", "1"], "--target-loss apply to a d_chi claim"),
+    (["--scheme", "dchi-token", "--eta", "5", "--dim", "8"], "--dim apply to a DP claim"),
+    (["--scheme", "dchi-token", "--eta", "5", "--encodings-per-example", "2"], "apply to a DP claim"),
+    (["--scheme", "dchi-token", "--eta", "5", "--dp-epsilon", "1"], "takes no --dp-epsilon"),
+])
+def test_one_claim_per_audit(capsys, tmp_path, argv, says):
+    """A DP and a d_chi claim in one call are refused in one line, never half audited."""
+    out = tmp_path / "a.json"
+    code = main(["dp", "audit", *argv, "--draws", "8", "--quiet", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and says in err[0] and not out.exists()

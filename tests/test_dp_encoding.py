@@ -150,7 +150,7 @@ def test_cli_dp_account_and_paper_label(capsys, tmp_path):
     rec = json.loads(out.read_text())
     assert rec["kind"] == "dp" and rec["participations"] == 6 and rec["valid_dp_guarantee"] is True
     capsys.readouterr()
-    assert main(["dp", "account", "--dp-epsilon", "4", "--dp-calibration", "paper", "--dim", "4", "--k", "1"]) == 0
+    assert main(["dp", "account", "--dp-epsilon", "4", "--dp-calibration", "paper", "--dim", "4", "--k", "1", "--json"]) == 0
     cap = capsys.readouterr()
     assert "NOT a valid DP guarantee" in cap.err and json.loads(cap.out)["valid_dp_guarantee"] is False
 

@@ -257,7 +257,7 @@ def test_train_and_predict_state_the_guarantee(mode, extra, tiny_model, toy_glue
     assert eps <= 4.0 and rec["dp"]["accountant"] == ("rdp" if extra else "prv")
     card = (out / "model" / "README.md").read_text()
     assert f"**Formal guarantee:** ({eps:.4g}, " in card and "-DP per training example" in card
-    assert (out / "model" / "model.safetensors").exists() == (mode == "joint")  # the fine-tuned encoder
+    assert (out / "model" / "encoder" / "model.safetensors").exists() == (mode == "joint")  # the fine-tuned encoder
     capsys.readouterr()
     assert main(["predict", "--run", str(out), "--text", "a fine good film"]) == 0
     err = capsys.readouterr().err

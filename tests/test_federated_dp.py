@@ -134,11 +134,14 @@ def test_seeded_dp_run_resumes_with_the_same_noise_stream(tiny_model, tmp_path):
     run_server(InProcessGrid(make_client_app(full_cfg), 2), full_cfg, out=tmp_path / "full")
     run_server(InProcessGrid(make_client_app(part_cfg), 2), part_cfg, out=tmp_path / "part")
     run_server(InProcessGrid(make_client_app(full_cfg), 2), full_cfg, out=tmp_path / "part", resume=True)
-    a, b = (torch.load(tmp_path / d / "checkpoint.pt", weights_only=False) for d in ("full", "part"))
-    assert a["strategy"]["noise_state"] == b["strategy"]["noise_state"] is not None
-    for n in a["params"]:
-        torch.testing.assert_close(a["params"][n], b["params"][n], atol=1e-6, rtol=1e-5)
-    assert stat.S_IMODE(os.stat(tmp_path / "part" / "checkpoint.pt").st_mode) == 0o600
+    from privnlu.models.checkpoint import read as read_checkpoint
+
+    (a, sa), (b, sb) = (read_checkpoint(tmp_path / d / "checkpoint.pt", "params") for d in ("full", "part"))
+    assert sa["strategy"]["dp_noise_state"] == sb["strategy"]["dp_noise_state"] is not None
+    for n in a:
+        torch.testing.assert_close(a[n], b[n], atol=1e-6, rtol=1e-5)
+    for f in ("checkpoint.safetensors", "checkpoint.json"):
+        assert stat.S_IMODE(os.stat(tmp_path / "part" / f).st_mode) == 0o600
 
 
 def test_the_secure_generator_has_no_state_to_checkpoint():

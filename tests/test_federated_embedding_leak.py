@@ -21,7 +21,7 @@ from privnlu.federated.wire import WireLog, load_capture
 from privnlu.federated.client import _client_data, _encoder, client_update, make_client_app, replay_batch
 from privnlu.federated.data import load_train, shard_indices
 from privnlu.federated.model import build_model, embedding_tables
-from privnlu.federated.secagg import RECORD, deal_pair_seeds, decode, unmask_sum
+from privnlu.federated.secagg import deal_pair_seeds
 from privnlu.federated.server import run_server
 from privnlu.models import load_encoder
 
@@ -130,7 +130,7 @@ def test_train_embeddings_is_joint_only_and_the_cli_warns_about_the_leak(tiny_mo
     args = ["federated", "--task", "tweets", "--model", str(tiny_model), "--clients", "2", "--m", "2", "--k", "2",
             "--batch-size", "4", "--train-limit", "16", "--dev-limit", "8", "--rounds", "1", "--mode", "joint",
             "--eval-mask", "none", "--backend", "inprocess", "--seed", "1", "--record-wire", "1", "--out", str(out)]
-    assert main([*args, "--train-embeddings"]) == 0
+    assert main([*args, "--train-embeddings", "--unprotected"]) == 0  # every client's message on the wire
     err = capsys.readouterr().err
     assert "WARNING" in err and "token ids" in err and "eavesdropper" in err
     assert (out / "wire.safetensors").exists() and not (out / "wire.pt").exists()
@@ -183,60 +183,8 @@ def test_capture_is_safetensors_and_pickles_are_refused(tiny_model, tmp_path, ca
 
 # -- secure aggregation ---------------------------------------------------------------------------------
 
-def test_secagg_reveals_no_client_message_and_the_sum_is_the_fedsgd_average(tiny_model, tmp_path):
-    plain_cfg = joint_cfg(tiny_model, tmp_path, train_embeddings=True, clients=3, m="3")
-    sec_cfg = joint_cfg(tiny_model, tmp_path, train_embeddings=True, clients=3, m="3", secagg=True)
-    drops = [m for m in _encoder(plain_cfg).modules() if isinstance(m, torch.nn.Dropout)]
-    saved = [m.p for m in drops]
-    try:  # the clients' (cached) encoder without dropout, so that both runs compute the same gradients
-        for m in drops:
-            m.p = 0.0
-        plain, plain_rec = run_joint(plain_cfg)
-        sec, sec_rec = run_joint(sec_cfg, secagg=True)
-    finally:
-        for m, p in zip(drops, saved):
-            m.p = p
-    replies = train_replies(sec)
-    assert len(replies) == 3
-    plain_grads = {e["node_id"]: e["arrays"]["gradients"] for e in train_replies(plain)}
-    for e in replies:
-        # one masked record, no metrics: not even the batch size or the loss of one client
-        assert set(e["arrays"]) == {RECORD} and not e["metrics"] and not e["configs"]
-        word = next(n for n in e["arrays"][RECORD] if n.endswith("word_embeddings.weight"))
-        masked = decode(e["arrays"][RECORD][word])
-        assert np.all(masked != 0)  # dense: no zero-row pattern
-        assert token_row_leaks(e["arrays"][RECORD], shard_token_ids(sec_cfg, e["node_id"] - 100)) == []
-        own = plain_grads[e["node_id"]][word].ravel().astype(np.float64)
-        cos = float(masked.ravel() @ own / (np.linalg.norm(masked) * np.linalg.norm(own)))
-        assert abs(cos) < 0.01, cos  # uniform over 2^64: unrelated to the client's gradient
-    # the sum of all replies is what the server learns: the example-weighted mean gradient, hence the same model
-    total = unmask_sum(ArrayRecord({n: Array(a) for n, a in e["arrays"][RECORD].items()}) for e in replies)
-    nb = total["__num_examples__"][0]
-    assert nb == 3 * sec_cfg.batch_size
-    mean = sum(g[word].astype(np.float64) * sec_cfg.batch_size for g in plain_grads.values()) / nb
-    np.testing.assert_allclose(total[word] / nb, mean, atol=1e-9)
-    # the server's view of the sum still leaks the union of the clients' token sets
-    leak = read_token_set({word: total[word]})
-    union = set()
-    for part in range(3):
-        union |= {i for row in replay_batch(sec_cfg, part, 1)[1] for i in row}
-    assert score_tokens(leak.token_ids, union) == {"recovered": len(union), "true": len(union), "precision": 1.0,
-                                                  "recall": 1.0}
-    sent_p = [e["arrays"]["arrays"] for e in plain.sent if "arrays" in e]
-    sent_s = [e["arrays"]["arrays"] for e in sec.sent if "arrays" in e]
-    assert len(sent_p) == len(sent_s) == 1  # one round: compare the global models the records end with
-    assert plain_rec["history"][-1]["train_loss"] == pytest.approx(sec_rec["history"][-1]["train_loss"], rel=1e-6)
-
-
-def test_secagg_skips_a_round_with_a_missing_participant(tiny_model, tmp_path):
-    cfg = joint_cfg(tiny_model, tmp_path, clients=3, m="3", secagg=True, rounds=2)
-    log = WireLog()
-    grid = InProcessGrid(make_client_app(cfg), cfg.clients, alive=lambda nid, rnd: not (nid == 101 and rnd == 1))
-    deal_pair_seeds(list(grid.contexts), {n: c.state for n, c in grid.contexts.items()})
-    with pytest.warns(RuntimeWarning, match="skipped"):
-        rec = run_server(grid, cfg, out=None, wire=log)
-    assert "train_loss" not in rec["history"][0] and "train_loss" in rec["history"][1]
-
+# Flower's SecAgg+ (--secagg): its sum, dropouts and what the server's capture holds are tested in
+# test_federated_secagg.py (including that the aggregate still leaks the union of the clients' tokens).
 
 @pytest.mark.parametrize("kw,msg", [
     (dict(secagg=True, algorithm="fedavg"), "fedsgd"),
@@ -246,13 +194,6 @@ def test_secagg_skips_a_round_with_a_missing_participant(tiny_model, tmp_path):
 def test_client_side_options_are_checked(kw, msg):
     with pytest.raises(PrivnluError, match=msg):
         FederatedConfig(task="tweets", m="2", k=2, clients=2, **kw)
-
-
-def test_secagg_without_dealt_seeds_is_a_clear_error(tiny_model, tmp_path):
-    cfg = joint_cfg(tiny_model, tmp_path, secagg=True)
-    arrays = build_model(cfg, load_encoder(tiny_model), init_seed=0).to_arrays()
-    with pytest.raises(PrivnluError, match="pairwise seeds"):
-        client_update(cfg, 0, RecordDict(), 1, arrays, node_id=100, participants=[100, 101])
 
 
 # -- local noise ----------------------------------------------------------------------------------------

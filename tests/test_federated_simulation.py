@@ -36,7 +36,7 @@ def test_real_flower_simulation_survives_a_crash_and_leaks_no_secret(tmp_path):
     out = tmp_path / "run"
     rec = run_simulation(cfg, out=out, wire=WireLog(), client_mods=(crash_in_round_2_on_partition_1,), num_cpus=2)
     assert rec["kind"] == "federated" and [h["round"] for h in rec["history"]] == [1, 2, 3]
-    assert (out / "result.json").exists() and (out / "checkpoint.pt").exists()
+    assert (out / "result.json").exists() and (out / "checkpoint.safetensors").exists()
     log = load_capture(out / "wire.safetensors")  # what the server received, as saved on disk
     errors = [e for e in log.received if "error" in e]
     assert len(errors) == 1 and errors[0]["round"] == 2 and "simulated client crash" in errors[0]["error"]

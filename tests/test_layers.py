@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("mechanisms",),
     ("models",),
     ("data", "paper_values"),
-    ("io", "rng", "errors", "stats", "params", "options", "choices", "version"),
+    ("io", "rng", "errors", "stats", "params", "options", "choices", "version", "schemas"),
 )
 
 

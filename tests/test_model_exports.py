@@ -34,6 +34,20 @@ def assert_shareable(folder) -> None:
         assert f.suffix != ".pt", f
 
 
+def checkpoint_tensors(run, group: str) -> dict:
+    """The tensors of ``group`` (``modules.head``, ``params``, ...) in a run's checkpoint (safetensors, or an
+    older ``checkpoint.pt``), keyed without the group prefix."""
+    if (run / "checkpoint.safetensors").is_file():
+        from safetensors.torch import load_file
+
+        return {k.removeprefix(group + "."): v for k, v in load_file(str(run / "checkpoint.safetensors")).items()
+                if k.startswith(group + ".")}
+    blob = torch.load(run / "checkpoint.pt", weights_only=False)
+    for part in group.split("."):
+        blob = blob[part]
+    return blob
+
+
 def dev_accuracy(rows, labels) -> float:
     return 100.0 * sum(r["label_id"] == y for r, y in zip(rows, labels)) / len(labels)
 
@@ -67,13 +81,13 @@ def test_dchi_finetune_writes_a_model_folder_per_run(dchi_out, tiny_model):
         assert_shareable(folder)
     # a transformer body loads with transformers, and equals the base model's architecture
     token = out / "finetune_sst2_transformer_token_eta30"
-    net = AutoModel.from_pretrained(str(token), local_files_only=True)
+    net = AutoModel.from_pretrained(str(token / "encoder"), local_files_only=True)
     base = AutoModel.from_pretrained(str(tiny_model), local_files_only=True)
     assert type(net) is type(base)
     # token mode: the user-side table is frozen, so the saved body keeps the base embeddings
     assert torch.equal(net.get_input_embeddings().weight, base.get_input_embeddings().weight)
-    assert AutoTokenizer.from_pretrained(str(token), local_files_only=True)("a film")["input_ids"][0] == 101
-    assert not (out / "finetune_sst2_transformer_sequence_eta30" / "config.json").exists()  # base not copied
+    assert AutoTokenizer.from_pretrained(str(token / "encoder"), local_files_only=True)("a film")["input_ids"][0] == 101
+    assert not (out / "finetune_sst2_transformer_sequence_eta30" / "encoder").exists()  # base not copied
     assert (out / "finetune_sst2_bilstm_text_eta30" / "bilstm" / "model.safetensors").is_file()
 
 
@@ -87,7 +101,7 @@ def test_dchi_card_records_mechanism_eta_guarantee_and_score(dchi_out, mode):
     assert priv["mode"] == mode and priv["key_required"] is False and priv["leakage_measured"] is False
     assert priv["epsilon_delta_dp"] is False
     metrics = meta["model-index"][0]["results"][0]["metrics"]
-    assert metrics[0]["type"] == "accuracy" and metrics[0]["value"] == pytest.approx(rec["score"] / 100, abs=1e-4)
+    assert metrics[0]["type"] == "accuracy" and metrics[0]["value"] == pytest.approx(rec["score"], abs=1e-2)
     card = (out / stem / "README.md").read_text()
     if mode == "null":
         assert priv["scheme"] == "none" and priv["eta"] is None and "Formal guarantee:** none" in card
@@ -173,7 +187,8 @@ def test_dchi_pretrain_encoder_is_hf_loadable_with_a_card(tiny_model, tmp_path):
     priv = meta["privacy"]
     assert (priv["scheme"], priv["objective"], priv["eta"], priv["mechanism"], priv["steps"]) == (
         "dchi-text", "denoising", 30.0, "M_txt", 2)
-    assert priv["masked_accuracy"]["private_after_adapt"] == pytest.approx(rec["evals"]["private_after_adapt"], abs=1e-4)
+    assert priv["masked_accuracy_percent"]["private_after_adapt"] == pytest.approx(
+        100 * rec["evals"]["private_after_adapt"], abs=1e-2)  # percent, as every score in a card
     assert not (enc / "privnlu.json").exists()  # a base encoder, not an applicable model
 
 
@@ -214,17 +229,17 @@ def test_federated_run_exports_its_global_model_and_predict_applies_it(tiny_mode
     if mode == "frozen":
         assert priv["formal_guarantee"] == "(epsilon, delta)-DP per client" and priv["dp_unit"] == "client"
         assert priv["dp_fedsgd_epsilon"] == pytest.approx(rec["dp"]["epsilon"], abs=1e-4) and "per client" in card
-        assert not (model_dir / "config.json").exists()
+        assert not (model_dir / "encoder").exists()
     else:
         from transformers import AutoModel
 
         assert priv["formal_guarantee"] == "none" and "Formal guarantee:** none: TextHide" in card
-        net = AutoModel.from_pretrained(str(model_dir), local_files_only=True)
-        trained = torch.load(out / "checkpoint.pt", weights_only=False)["params"]
+        net = AutoModel.from_pretrained(str(model_dir / "encoder"), local_files_only=True)
+        trained = checkpoint_tensors(out, "params")
         name = next(n for n in trained if n.startswith("encoder.model.encoder.layer.0"))
         assert torch.allclose(net.state_dict()[name.removeprefix("encoder.model.")], trained[name])
     # predict applies it as the server evaluated: unmasked, no key; it reproduces the server's dev score
     dev = get_task("tweets").load("dev", None).head(20)
-    p = load(out)
+    p = load(out, model=tiny_model if mode == "frozen" else None)  # result.json names no local path
     assert "federated server" in p.describe()
     assert dev_accuracy(p.predict(dev.texts_a), dev.labels) == pytest.approx(rec["server_score"], abs=1e-9)

@@ -67,7 +67,8 @@ def test_recipe_runs_resume_and_clean_up(tiny_model, toy_glue, monkeypatch):
     with pytest.raises(Interrupt):
         train_run(spec, prep, out=out, progress=False)
     scratch = out.parent / ".r.ckpt"
-    assert (scratch / "checkpoint.pt").exists() and (scratch / "key.pt").exists() and not out.exists()
+    assert (scratch / "checkpoint.safetensors").exists() and (scratch / "checkpoint.json").exists()
+    assert (scratch / "key.pt").exists() and not out.exists()
     monkeypatch.setattr(trainer, "_save", real_save)
     rec = train_run(spec, prep, out=out, progress=False)
     assert out.exists() and not scratch.exists() and len(rec["history"]) == 2

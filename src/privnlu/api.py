@@ -68,7 +68,7 @@ def release(task: str, scheme: Any = "texthide", *, out: str | Path, key_out: st
 
 def attack(kind: str, *, task: str | None = None, payload: str | Path | None = None,
            conditions: str = "baseline,mix-only,texthide,random", queries: int = 100, seed: int | None = None,
-           model: str | None = None, pooling: str = "cls", **knobs: Any) -> dict:
+           model: str | None = None, pooling: str = "auto", **knobs: Any) -> dict:
     """Run an attack and return its record: ``kind`` is ``search``, ``invert`` or ``reconstruct``, on a task's
     releases under ``conditions`` (``baseline``, ``mix-only``, ``texthide``, ``random`` or ``M:K``), or on a
     shared file (``payload``, only search and reconstruct: it reads no key, so the record holds the attacker's
@@ -98,15 +98,16 @@ def attack(kind: str, *, task: str | None = None, payload: str | Path | None = N
 
 
 def audit(task: str, *, schemes: Sequence[str] | None = None, out: str | Path = "runs/audit", report: bool = True,
-          progress: bool = True, **settings: Any) -> list[dict]:
+          progress: bool = True, force: bool = False, **settings: Any) -> list[dict]:
     """Every scheme of the registry (or ``schemes``) on ``task``: utility against sentence re-identification, one
-    record per point under ``out/points`` (a rerun skips finished points), and the HTML report in ``out/report``.
+    record per point under ``out/points`` (a rerun keeps finished points and refuses points made with other
+    settings; ``force`` replaces them), and the HTML report in ``out/report``.
     ``settings``: :class:`privnlu.audit.AuditSettings` fields (``train_limit``, ``n_private``, ``dp_epsilons``, ...)."""
     from .audit import AuditSettings
     from .audit.run import run_audit
 
     s = AuditSettings(task=task, **({"schemes": tuple(schemes)} if schemes else {}), **settings)
-    records = run_audit(s, out, progress=progress)
+    records = run_audit(s, out, resume=not force, force=force, progress=progress)
     if report:
         from .report import build_report
 

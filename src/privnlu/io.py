@@ -320,3 +320,22 @@ class PlainLines:
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
+
+
+def safe_filename(name: object, *, max_length: int = 80) -> str:
+    """``name`` (a task name, a label from the records) as a portable file name of ``[A-Za-z0-9._-]`` only.
+
+    A name that is already one is kept as it is. Any other (a ``/``, a quote, a space, a leading ``.`` or ``-``,
+    nothing at all, or longer than ``max_length``) has every other character run replaced by ``_`` and gets a
+    ``-`` and the first 8 hex digits of the SHA-256 of the original, so two names cannot share a file by accident.
+    The result is never empty, ``.`` or ``..``, never hidden, and at most ``max_length`` characters.
+    """
+    import hashlib
+    import re
+
+    text = str(name)
+    if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]*", text) and len(text) <= max_length:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", text).lstrip(".-")[: max(1, max_length - 9)].rstrip(".") or "_"
+    return f"{stem}-{digest}"

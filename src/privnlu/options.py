@@ -9,14 +9,14 @@ privacy schemes declare their own parameters (:mod:`privnlu.schemes`).
 from __future__ import annotations
 
 from .choices import DP_CALIBRATIONS, DP_MECHANISMS, EVAL_MASKS, MODES, POOLINGS
-from .params import (CLIP, DELTA, EPSILON, ETA, POOL, POS_INT, RATE, SEED, Option, Range, float_list, int_list,
+from .params import (CLIP, DELTA, EPSILON, ETA, POOL, POS_INT, RATE, SEED, Option, Range, float_list, int_list, task_name,
                      m_value, name_list)
 
 F, I = float, int
 ETAS = Range(lo=0, lo_open=True, hi=1e12, items=True)
 _ALL = [
     # data
-    Option("task", "--task", "task name (see `privnlu tasks`), e.g. sst2, cola, tweets", group="data"),
+    Option("task", "--task", "task name (see `privnlu tasks`), e.g. sst2, cola, tweets", task_name, group="data"),
     Option("data_dir", "--data-dir", "GLUE data folder (default: $PRIVNLU_DATA, else ../shared/data/glue)", group="data"),
     Option("train_limit", "--train-limit", "use only the first N training examples", I, range=POS_INT, group="data"),
     Option("dev_limit", "--dev-limit", "use only the first N dev examples", I, range=POS_INT, group="data"),

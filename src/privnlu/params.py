@@ -177,6 +177,16 @@ def float_list(text: str) -> tuple[float, ...]:
     return tuple(number_list(text))
 
 
+def task_name(text: str) -> str:
+    """A task name, which becomes part of file names, links and records: letters, digits and ``. _ + -``, not
+    starting with a dot, at most 100 characters (the record schema's name rule, checked before any work)."""
+    from .schemas.base import NAME
+    if not NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"'{text[:40]}' is not a task name: use letters, digits, '.', '_', '+', "
+                                         "'-' (no '/' or spaces, no leading '.'), at most 100 characters")
+    return text
+
+
 def name_list(text: str) -> tuple[str, ...]:
     """``"a, b,c"`` -> ``("a", "b", "c")``."""
     return tuple(v.strip() for v in text.split(",") if v.strip())

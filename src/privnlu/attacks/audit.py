@@ -184,7 +184,7 @@ def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Co
                          epochs: int, auxiliary: Corpus, candidates: Corpus | None = None, private_texts: list[str] | None = None,
                          config=None, methods: tuple[str, ...] | None = None, mechanism=None,
                          num_labels: int | None = None, distractors_x: torch.Tensor | None = None,
-                         public: torch.Tensor | None = None, keep_guesses: bool = False) -> dict:
+                         public: torch.Tensor | None = None, keep_guesses: bool = False, progress: bool = True) -> dict:
     """Xie & Hong 2021 setting: release ``private_x`` ``epochs`` times under ``cond`` (one batch), attack, score.
 
     With ``mechanism`` (a :class:`~privnlu.mechanisms.dp.EncodingMechanism`) the release is DP instance
@@ -211,7 +211,7 @@ def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Co
     view = AttackerView(RECONSTRUCTION_THREAT, encodings=payload.x, mixed_labels=payload.y,
                         scheme={"m": m_label(cond.m), "k": cond.k, "epochs": epochs, "dim": private_x.shape[1]},
                         auxiliary=auxiliary, candidates=candidates)
-    attack = ReconstructionAttack(config, methods or CLUSTERINGS)
+    attack = ReconstructionAttack(config, methods or CLUSTERINGS, progress=progress)
     t0 = _time.perf_counter()
     results = attack.run(view)
     total = _time.perf_counter() - t0

@@ -14,6 +14,7 @@ import time
 from typing import Callable
 
 import torch
+from tqdm.auto import tqdm
 
 from ..data import get_task
 from ..errors import PrivnluError
@@ -72,18 +73,29 @@ def examples(space: TokenSpace, tokenizer, etas: tuple[float, ...], rng: SecretG
             "draws": draws, "top_outputs": tops}
 
 
-def deniability(space: TokenSpace, eta: float, rng: SecretGenerator, *, draws: int = 1000, sample: int | None = None) -> dict:
-    """Figure 4: N_w and S_w for every regular token (or a uniform sample of ``sample`` tokens)."""
-    rows = None if sample is None or sample >= len(space.regular_ids) else rng.choice(len(space.regular_ids), sample).sort().values
-    d = plausible_deniability(space, eta, rng, draws=draws, rows=rows)
-    return {"kind": "dchi", "analysis": "deniability", "eta": eta, "draws": draws, "words": len(d.word_ids), "dim": space.dim,
-            "word_ids": d.word_ids.tolist(), "n_w": d.n_w.tolist(), "s_w": d.s_w.tolist(), "certified": d.certified,
-            "stage2": d.stage2, "brute": d.brute, "seconds": d.seconds}
+def deniability(space: TokenSpace, eta: float, rng: SecretGenerator, *, draws: int = 1000, sample: int | None = None,
+                chunk: int = 1024) -> dict:
+    """Figure 4: N_w and S_w for every regular token (or a uniform sample of ``sample`` tokens), ``chunk`` words at
+    a time with a progress bar (the noise bank is drawn per chunk, as :func:`plausible_deniability` draws it)."""
+    v = len(space.regular_ids)
+    rows = torch.arange(v) if sample is None or sample >= v else rng.choice(v, sample).sort().values
+    parts = []
+    with tqdm(total=len(rows), desc=f"deniability eta={eta:g}", unit="word", leave=False) as bar:
+        for s in range(0, len(rows), chunk):
+            parts.append(plausible_deniability(space, eta, rng, draws=draws, rows=rows[s: s + chunk], word_chunk=chunk))
+            bar.update(len(rows[s: s + chunk]))
+    weights = [len(d.word_ids) / max(1, len(rows)) for d in parts]
+    return {"kind": "dchi", "analysis": "deniability", "eta": eta, "draws": draws, "words": len(rows), "dim": space.dim,
+            "word_ids": torch.cat([d.word_ids for d in parts]).tolist(), "n_w": torch.cat([d.n_w for d in parts]).tolist(),
+            "s_w": torch.cat([d.s_w for d in parts]).tolist(),
+            **{k: sum(w * getattr(d, k) for w, d in zip(weights, parts)) for k in ("certified", "stage2", "brute")},
+            "seconds": sum(d.seconds for d in parts)}
 
 
 def inversion(space: TokenSpace, tokens: torch.Tensor, etas: tuple[float, ...], rng: SecretGenerator, *, task: str) -> dict:
     """Table 3: nearest-neighbour inversion accuracy on M_rep output for each eta."""
-    rows = [{"eta": e, "accuracy": inversion_accuracy(space, tokens, e, rng), "paper": PAPER_TABLE3.get(task, {}).get(e)} for e in etas]
+    rows = [{"eta": e, "accuracy": inversion_accuracy(space, tokens, e, rng), "paper": PAPER_TABLE3.get(task, {}).get(e)}
+            for e in tqdm(etas, desc=f"inversion of {len(tokens)} tokens", unit="eta", leave=False)]
     return {"kind": "dchi", "analysis": "inversion", "task": task, "dim": space.dim,
             "tokens": int((~space.special[tokens]).sum()), "rows": rows}
 
@@ -124,13 +136,18 @@ def calibrate_eta(space: TokenSpace, tokens: torch.Tensor, target: float, rng: S
     clean = space.embeddings[ids]
     cache: dict[float, float] = {}
 
+    bar = tqdm(desc=f"calibrating eta on {len(ids)} tokens", unit="step", leave=False)
+
     def acc(eta: float) -> float:
         if eta not in cache:
             cache[eta] = float((space.nearest(clean + base / eta) == ids).float().mean())
+            bar.update()
+            bar.set_postfix_str(f"eta {eta:.4g}: accuracy {cache[eta]:.3f}")
         return cache[eta]
 
     t0 = time.perf_counter()
-    eta = bisect_eta(acc, target, lo=eta_range[0], hi=eta_range[1])
+    with bar:
+        eta = bisect_eta(acc, target, lo=eta_range[0], hi=eta_range[1])
     return {"kind": "dchi", "analysis": "calibration", "target_accuracy": target, "eta": eta, "accuracy_at_eta": acc(eta),
             "tokens": len(ids), "dim": space.dim, "mean_noise_norm": space.dim / eta, "seconds": time.perf_counter() - t0}
 
@@ -138,6 +155,8 @@ def calibrate_eta(space: TokenSpace, tokens: torch.Tensor, target: float, rng: S
 # -- the analyses as runs (``privnlu dchi calibrate``, ``privnlu dchi analyze``) ----------------------------------
 
 ANALYSES = ("geometry", "examples", "deniability", "inversion")
+#: the tokens ``privnlu dchi analyze deniability`` samples unless told (every regular token of MiniLM: ~30 min)
+DENIABILITY_SAMPLE = 2000
 
 
 def calibrate(target: float, *, tokens: str = "vocab", split: str = "dev", max_tokens: int = 3000,
@@ -185,3 +204,27 @@ def analyze(analysis: str, *, etas: tuple[float, ...] = PAPER_ETAS, eta: float =
                         rng, task=task)
     rec["model"] = model or "packaged MiniLM"
     return rec
+
+
+def headline(rec: dict) -> list[str]:
+    """What an analysis or calibration record found, in a few lines (``privnlu dchi analyze`` prints them)."""
+    a = rec.get("analysis")
+    if a == "geometry":
+        knn = rec.get("knn", {})
+        return ["mean noise norm ||N|| by eta: " + ", ".join(f"{r['eta']:g}: {r['mean_norm']:.3g}" for r in rec["noise"]),
+                "mean distance to the k-th nearest token: " + ", ".join(f"k={k}: {v:.3g}" for k, v in
+                                                                          list(knn.items())[:6])]
+    if a == "examples":
+        return [f"eta {r['eta']:g}: {r['text']}" for r in rec["privatized"]] + [
+            f"at eta {rec['top_eta']:g}, over {rec['draws']} draws: " + ", ".join(
+                f"{t['token']} kept {t['unchanged']}x ({t['distinct']} distinct)" for t in rec["top_outputs"][:6])]
+    if a == "deniability":
+        n_w, s_w = torch.tensor(rec["n_w"]), torch.tensor(rec["s_w"])
+        return [f"eta {rec['eta']:g}, {rec['words']} tokens x {rec['draws']} draws: a token comes back unchanged "
+                f"N_w = {float(n_w.float().median()):.0f} times (median; max {int(n_w.max())}), with "
+                f"S_w = {float(s_w.float().median()):.0f} distinct outputs (median; min {int(s_w.min())})"]
+    if a == "inversion":
+        return [f"eta {r['eta']:g}: nearest-neighbour inversion recovers {r['accuracy']:.1%} of {rec['tokens']} "
+                f"{rec['task']} dev tokens" + (f" (paper, bert-base: {r['paper']:.1%})" if r.get("paper") is not None
+                                               else "") for r in rec["rows"]]
+    return []

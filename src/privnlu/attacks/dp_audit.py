@@ -35,11 +35,18 @@ The audit (in the spirit of Jagielski et al. 2020, Nasr et al. 2021):
 ~ 3.69 / n`` can be certified, so ``eps_lb <= ln((1 - delta - FNR_hi) / FPR_hi) <=
 ln(n / 3.69)`` (:func:`max_certifiable_epsilon`): a claim above that cannot be
 refuted at ``n`` draws, whatever the mechanism does.
+
+**Bounded work.** :func:`check_work` refuses, before any draw, ``draws`` above :data:`MAX_DRAWS`, a width above
+:data:`MAX_DIM`, more than :data:`MAX_NOISE_VALUES` noise values in all, and any run whose memory estimate
+(:func:`memory_estimate`: the statistics kept per draw plus one chunk of encodings, which shrinks for wide
+representations) exceeds :data:`MEMORY_FRACTION` of the machine's physical memory. One audit checks one claim: a DP
+claim (``dp-ie``) or a d_chi claim (``dchi-*``), never both in one call.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict, dataclass
 from typing import Callable
 
@@ -52,6 +59,53 @@ from ..stats import CONFIDENCE, clopper_pearson
 
 SELECTION_CONFIDENCE = 0.999  # for choosing the threshold on the first half only
 DCHI_MECHANISMS = ("rep", "txt")
+
+#: fixed caps, whatever the machine: draws per hypothesis, representation width, and noise values drawn in all
+MAX_DRAWS = 100_000_000
+MAX_DIM = 1_048_576
+MAX_NOISE_VALUES = 20_000_000_000
+#: the share of physical memory an audit may plan to use
+MEMORY_FRACTION = 0.5
+#: memory per draw and hypothesis pair: two float64 statistics, their concatenation, halves and sorted copies
+STATS_BYTES_PER_DRAW = 64
+#: memory per value of one chunk of encodings: input rows, noise and output (float32), the float64 projection
+CHUNK_BYTES_PER_VALUE = 24
+#: one chunk of encodings is at most this large (and at most :data:`CHUNK_ROWS` rows)
+CHUNK_BYTES = 256 * 2**20
+CHUNK_ROWS = 20_000
+
+
+def physical_memory() -> int:
+    """This machine's physical memory in bytes (8 GiB where the OS does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return 8 * 2**30
+
+
+def chunk_rows(dim: int) -> int:
+    """Encodings drawn at once at width ``dim``: :data:`CHUNK_ROWS`, fewer for wide representations."""
+    return max(1, min(CHUNK_ROWS, CHUNK_BYTES // (CHUNK_BYTES_PER_VALUE * max(dim, 1))))
+
+
+def memory_estimate(draws: int, dim: int) -> int:
+    """Bytes an audit of ``draws`` per hypothesis at width ``dim`` holds at its peak (see the constants)."""
+    return STATS_BYTES_PER_DRAW * draws + CHUNK_BYTES_PER_VALUE * chunk_rows(dim) * dim
+
+
+def check_work(draws: int, dim: int, *, encodings: int = 1, claims: int = 1, memory: int | None = None) -> None:
+    """One line (before any work) unless an audit of ``claims`` claims, ``draws`` per hypothesis, ``encodings``
+    per trial at width ``dim`` stays within the caps and :data:`MEMORY_FRACTION` of ``memory`` (physical memory)."""
+    require(4 <= draws <= MAX_DRAWS, f"--draws must be in [4, {MAX_DRAWS:,}], not {draws:,}")
+    require(1 <= dim <= MAX_DIM, f"--dim must be in [1, {MAX_DIM:,}], not {dim:,}")
+    values = 2 * draws * encodings * dim * claims
+    require(values <= MAX_NOISE_VALUES, f"the audit would draw {values:,} noise values (2 x --draws {draws:,} x "
+            f"{encodings} encoding(s) x width {dim:,}{f' x {claims} claims' if claims > 1 else ''}), above the cap "
+            f"{MAX_NOISE_VALUES:,}; lower --draws or --dim")
+    total = memory if memory is not None else physical_memory()
+    need = memory_estimate(draws, dim)
+    require(need <= MEMORY_FRACTION * total, f"--draws {draws:,} at width {dim:,} needs about {need / 2**30:.1f} GiB "
+            f"of memory, more than {MEMORY_FRACTION:.0%} of this machine's {total / 2**30:.1f} GiB; lower --draws")
 
 
 def epsilon_bound(fp: np.ndarray | int, fn: np.ndarray | int, n0: int, n1: int, delta: float,
@@ -146,7 +200,7 @@ def boundary_direction(mechanism) -> torch.Tensor:
     return v
 
 
-def audit_encoding(calibration, *, draws: int = 100_000, rng: SecretGenerator, chunk: int = 20_000,
+def audit_encoding(calibration, *, draws: int = 100_000, rng: SecretGenerator, chunk: int | None = None,
                    progress: Callable[[int], None] | None = None) -> AuditResult:
     """Audit a calibrated DP instance encoding (:class:`~privnlu.mechanisms.dp.Calibration`) against its target epsilon.
 
@@ -155,9 +209,10 @@ def audit_encoding(calibration, *, draws: int = 100_000, rng: SecretGenerator, c
     """
     from ..mechanisms.dp import DPTextHide
 
-    require(draws >= 4, "--draws must be >= 4")
     mech = calibration.mechanism
     n_part = calibration.participations
+    check_work(draws, mech.dim, encodings=n_part)
+    chunk = chunk or chunk_rows(mech.dim)
     hider = DPTextHide(0, 1, dim=mech.dim, rng=rng, mechanism=mech)
     v = boundary_direction(mech)
     x = mech.clip * v
@@ -200,7 +255,7 @@ def pick_pairs(space, eta: float, count: int, *, target: float = 2.0, seed: int 
 
 
 def audit_dchi(space, eta: float, pairs: list[tuple[int, int]], *, mechanism: str = "rep", draws: int = 100_000,
-               rng: SecretGenerator, sampler: Callable | None = None, chunk: int = 20_000,
+               rng: SecretGenerator, sampler: Callable | None = None, chunk: int | None = None,
                progress: Callable[[int], None] | None = None) -> list[AuditResult]:
     """Audit ``eta``-d_chi for token pairs: each pair's claim is ``eta ||phi(x) - phi(x')||_2`` (delta = 0).
 
@@ -211,7 +266,8 @@ def audit_dchi(space, eta: float, pairs: list[tuple[int, int]], *, mechanism: st
 
     require_choice("d_chi mechanism", mechanism, DCHI_MECHANISMS)
     dchi.check_eta(eta)
-    require(draws >= 4, "--draws must be >= 4")
+    check_work(draws, space.dim, claims=len(pairs))
+    chunk = chunk or chunk_rows(space.dim)
     sampler = sampler or (dchi.m_rep if mechanism == "rep" else dchi.m_txt)
     results = []
     for a, b in pairs:
@@ -250,6 +306,8 @@ def audit_claim(scheme, *, dim: int = 64, epochs: int = 1, draws: int | None = N
     rng = SecretGenerator(seed, warn=False)
     dchi = scheme.formal == "metric-dp"
     draws = draws or (20_000 if scheme.level == "text" else 100_000)
+    require(scheme.formal in ("dp", "metric-dp"), f"scheme {scheme.name} makes no DP or d_chi claim to audit")
+    check_work(draws, 1 if dchi else dim, encodings=1 if dchi else epochs, claims=pairs if dchi else 1)
     if dchi:
         from ..mechanisms.dchi import load_token_space
 

@@ -39,6 +39,7 @@ import torch
 
 from ..errors import PrivnluError, require
 from ..rng import SecretGenerator
+from ..schemas import path_ref
 
 #: one-sided level of the test: the bound holds with probability >= 1 - BETA
 BETA = 0.05
@@ -186,7 +187,7 @@ def file_features(path: str) -> tuple[torch.Tensor, torch.Tensor, int, dict]:
             f"--features {path}: 'features' must be a finite float matrix, not {x.dtype} {tuple(x.shape)}")
     require(y.dim() == 1 and len(y) == len(x) and not y.is_floating_point() and len(y) > 0 and int(y.min()) >= 0,
             f"--features {path}: 'labels' must hold one class id >= 0 per row")
-    return x.float(), y.long(), int(y.max()) + 1, {"features": str(path), "rows": len(x)}
+    return x.float(), y.long(), int(y.max()) + 1, {"features": path_ref(path), "rows": len(x)}  # name + sha256
 
 
 # -- the audit ------------------------------------------------------------------------------------------------------

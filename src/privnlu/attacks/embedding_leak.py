@@ -233,6 +233,19 @@ def _truth(truth_cfg, node_id: int, rnd: int) -> tuple[list[str], list[list[int]
     return texts, ids, "node id"
 
 
+def entry_truth(truth_cfg, entry: dict) -> tuple[list[str], list[list[int]]]:
+    """AUDITOR: the true batch behind one captured entry; for a SecAgg+ aggregate (node 0), the union of the
+    batches of the clients it sums (``configs.secagg.nodes``), in that order."""
+    nodes = entry.get("configs", {}).get("secagg", {}).get("nodes")
+    texts: list[str] = []
+    ids: list[list[int]] = []
+    for node in ([int(n) for n in nodes] if nodes else [entry["node_id"]]):
+        t, i, _ = _truth(truth_cfg, node, entry["round"])
+        texts += t
+        ids += i
+    return texts, ids
+
+
 def _sent_layer_norm(capture, rnd: int) -> tuple[torch.Tensor, torch.Tensor] | None:
     """The embedding LayerNorm of the model the server sent in round ``rnd`` (what the eavesdropper saw)."""
     for e in capture.sent:
@@ -280,7 +293,7 @@ def audit_capture(capture, encoder, *, truth_cfg=None, rounds: set[int] | None =
             row["span"] = {"rank": rank, "token_ids": sel, "tokens": list(encoder.tokenizer.convert_ids_to_tokens(sel)),
                            "ranked": ranked[:500]}
         if truth_cfg is not None and (out.get("embedding_gradient") or "span" in row):
-            texts, ids, _ = _truth(truth_cfg, e["node_id"], e["round"])
+            texts, ids = entry_truth(truth_cfg, e)
             true = {i for r in ids for i in r}
             row["true_sentences"] = texts[:examples]
             if out.get("embedding_gradient"):

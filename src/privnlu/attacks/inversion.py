@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+from tqdm.auto import tqdm
 
 from ..errors import PrivnluError
 from .search import SearchResult, SimilaritySearch
@@ -49,7 +50,7 @@ def fit_inverse(encoded: torch.Tensor, original: torch.Tensor, config: Inversion
     net = make_mlp(encoded.shape[1], config.hidden)
     opt = torch.optim.Adam(net.parameters(), lr=config.lr)
     n, losses = len(encoded), []
-    for _ in range(config.epochs):
+    for _ in tqdm(range(config.epochs), desc="inversion MLP", unit="epoch", leave=False):
         order = torch.randperm(n, generator=gen)
         total = 0.0
         for s in range(0, n, config.batch_size):

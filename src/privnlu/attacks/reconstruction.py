@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from torch import nn
+from tqdm.auto import tqdm
 
 from ..errors import require
 from ..mechanisms.release import hide_dataset
@@ -473,11 +474,13 @@ class ReconstructionAttack(Attack):
     name = "reconstruct"
     requires = frozenset({Grant.ENCODINGS, Grant.MIXED_LABELS, Grant.SCHEME, Grant.AUXILIARY})
 
-    def __init__(self, config: ReconstructionConfig | None = None, methods: tuple[str, ...] = CLUSTERINGS) -> None:
+    def __init__(self, config: ReconstructionConfig | None = None, methods: tuple[str, ...] = CLUSTERINGS, *,
+                 progress: bool = True) -> None:
         for m in methods:
             require(m in CLUSTERINGS, f"unknown clustering '{m}'; choose from {', '.join(CLUSTERINGS)}")
         self.config = config or ReconstructionConfig()
         self.methods = methods
+        self.progress = progress  # the stage bar (a caller with its own bar turns it off)
         self.pair_train_accuracy: float | None = None
         self.pair_accuracy: dict[str, dict[str, float]] = {}
         self.scores: dict[str, object] = {}  # the last run's pair logits, per network (for the auditor's pair accuracy)
@@ -506,11 +509,17 @@ class ReconstructionAttack(Attack):
         if cfg.seed is not None:
             torch.manual_seed(cfg.seed)
         own = SecretGenerator(cfg.seed, warn=False)  # the attacker's keys
+        bar = tqdm(total=2 + len(self.methods), desc="reconstruction attack", unit="stage", leave=False,
+                   disable=not self.progress)
+        bar.set_postfix_str("training the pair network")
         nets = self._train_networks(aux.x.float(), n_sim, m, k, own, gen)
         t["train_pair_network"] = time.perf_counter() - t0
+        bar.update()
+        bar.set_postfix_str(f"scoring pairs of {len(enc)} encodings")
         t0 = time.perf_counter()
         feats = features(enc)
         pairs = _PairGraph(feats, nets, cfg)
+        bar.update()
         self.scores = pairs.logits
         self.graph_edges = pairs.edges
         t["score_pairs"] = time.perf_counter() - t0
@@ -519,6 +528,7 @@ class ReconstructionAttack(Attack):
         size = k * epochs
         done: dict[str, list[torch.Tensor]] = {}
         for method in self.methods:
+            bar.set_postfix_str(f"clustering: {method}")
             t1 = time.perf_counter()
             repaired = None
             if method == "paper-greedy":
@@ -546,6 +556,8 @@ class ReconstructionAttack(Attack):
             sent = index.search(rec.abs(), 1)[1][:, 0] if index is not None and len(rec) else None
             out.append(ReconstructionResult(method, clusters, rec, sent, {**t, "cluster": t_cl, "least_squares": t_ls},
                                             repaired))
+            bar.update()
+        bar.close()
         return out
 
     def _train_networks(self, aux_x: torch.Tensor, n_sim: int, m: float, k: int, own: SecretGenerator,

@@ -11,7 +11,7 @@ sentence and its cosine).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -22,10 +22,12 @@ from ..mechanisms.release import SharedPayload
 from ..models.encoder import public_model_name
 from ..params import parse_m
 from ..rng import SecretGenerator
+from ..schemas import path_ref
 from ..training.engine import Prepared, RunSpec, prepare
 from ..version import __version__
 from .audit import Condition, inversion_audit, parse_condition, search_audit
 from .inversion import InversionConfig
+from .payload_space import payload_space
 from .reconstruction import CLUSTERINGS, SPARSE_CLUSTERINGS, ReconstructionAttack, ReconstructionConfig
 from .reconstruction_sweep import reconstruction_record, reconstruction_sweep
 from .search import SimilaritySearch
@@ -42,19 +44,27 @@ class Target:
 
     task: str
     model: str | None = None
-    pooling: str = "cls"
+    pooling: str = "auto"  # on a payload: the file's own (attacks.payload_space)
     data_dir: str | None = None
     cache_dir: str | None = None
     queries: int = 100
     seed: int | None = None  # EXPERIMENTS ONLY: the defender's secrets
     progress: bool = True
+    max_length: int = 128
+    bf16: bool | str = "auto"
 
     def prepare(self, train_limit: int | None = None) -> Prepared:
-        prep = prepare(RunSpec(task=self.task, model=self.model, pooling=self.pooling, data_dir=self.data_dir,
-                               cache_dir=self.cache_dir, train_limit=train_limit), progress=self.progress)
-        require(not prep.task.is_regression, f"attack audits need a classification task; {prep.task.name} is a "
-                                             "regression task")
-        return prep
+        self.check_task()
+        return prepare(RunSpec(task=self.task, model=self.model, pooling=self.pooling, data_dir=self.data_dir,
+                               cache_dir=self.cache_dir, train_limit=train_limit, max_length=self.max_length,
+                               bf16=self.bf16), progress=self.progress)
+
+    def check_task(self) -> None:
+        """A classification task (checked before any encoding)."""
+        from ..data import get_task
+
+        task = get_task(self.task)
+        require(not task.is_regression, f"attack audits need a classification task; {task.name} is a regression task")
 
     def rng(self) -> SecretGenerator:
         return SecretGenerator(self.seed, warn=False)
@@ -146,19 +156,14 @@ def load_shared(path: str | Path) -> SharedPayload:
     """Load and check a shared encoding file (safetensors). A pickle (a key file, or an old ``.pt`` payload) is
     refused with one line and never unpickled."""
     require(Path(path).is_file(), f"--payload {path}: no such file")
-    try:
-        payload = SharedPayload.load(path)
+    try:  # the metadata and both tensors are validated as the file is read (privnlu.schemas.payload)
+        return SharedPayload.load(path)
     except PrivnluError as exc:
         raise PrivnluError(f"--payload {exc}") from None
-    x, y = payload.x, payload.y
-    require(x.ndim == 2 and len(x) > 0, f"--payload {path}: encodings must be a non-empty (N, d) matrix")
-    require(len(y) == len(x), f"--payload {path}: {len(x)} encodings but {len(y)} mixed labels")
-    require(bool(torch.isfinite(x).all()), f"--payload {path}: encodings contain NaN or infinite values")
-    return payload
 
 
 def _payload_prep(t: Target, payload: SharedPayload, *, own_files: bool, corpus_limit: int | None,
-                  log: Log) -> tuple[Target, Prepared]:
+                  log: Log, path: str | Path = "") -> tuple[Target, Prepared]:
     """The attacker's candidates and auxiliary data: the task the file names (or ``t.task``)."""
     task = t.task or payload.meta.get("task")
     require(task is not None, "--payload: the file names no task; pass --task (the attacker's candidate and auxiliary "
@@ -166,9 +171,11 @@ def _payload_prep(t: Target, payload: SharedPayload, *, own_files: bool, corpus_
     require(payload.meta.get("data") != "own files" or own_files,
             f"--payload: the file encodes the owner's own data (task '{task}'); pass --train-file/--dev-file with the "
             "attacker's candidate and auxiliary sentences")
-    t = Target(**{**t.__dict__, "task": task})
+    t = replace(t, task=task, **payload_space(payload.meta, path=path, model=t.model, pooling=t.pooling,
+                                              max_length=t.max_length, bf16=t.bf16))
     log(f"candidates: the {task} training sentences ({'the first ' + str(corpus_limit) if corpus_limit else 'all of them'}); "
-        "their representations are computed once with a progress bar and cached")
+        f"their representations are computed once with a progress bar and cached, in the payload's space ({t.pooling} "
+        f"pooling, max length {t.max_length})")
     prep = t.prepare(corpus_limit)
     assert prep.train_x is not None
     require(payload.x.shape[1] == prep.train_x.shape[1],
@@ -181,7 +188,7 @@ def _payload_record(t: Target, attack: str, threat, prep: Prepared, path, payloa
                     **extra) -> dict:
     public = {k: payload.meta.get(k) for k in ("m", "k", "epochs", "n_examples", "inter", "task", "split", "encoder",
                                                "scheme")}
-    return {"kind": "attack", "attack": attack, "mode": "payload", "privnlu": __version__, "payload": str(path),
+    return {"kind": "attack", "attack": attack, "mode": "payload", "privnlu": __version__, "payload": path_ref(path),
             "payload_meta": public, "task": prep.task.name, "threat_model": threat.to_json(),
             "encoder": public_model_name(prep.encoder), "pooling": prep.encoder.pooling, "n_encodings": len(payload.x),
             "experiment_seed": t.seed, "note": "no ground truth (no key is read): these are the attacker's answers",
@@ -193,7 +200,7 @@ def search_payload(t: Target, path: str | Path, *, own_files: bool = False, corp
     """Nearest candidate sentence (cosine, FAISS) for every encoding in the file."""
     t0 = time.time()
     payload = load_shared(path)
-    t, prep = _payload_prep(t, payload, own_files=own_files, corpus_limit=corpus_limit, log=log)
+    t, prep = _payload_prep(t, payload, own_files=own_files, corpus_limit=corpus_limit, log=log, path=path)
     corpus = Corpus(prep.train.texts_a, prep.train_x)
     view = AttackerView(SEARCH_THREAT, encodings=payload.x.float(),
                         scheme={k: payload.meta[k] for k in ("m", "k") if k in payload.meta}, candidates=corpus)
@@ -220,7 +227,7 @@ def reconstruct_payload(t: Target, path: str | Path, methods: str, *, aux_size: 
     require(epochs >= 2, f"too few encodings to cluster: the file encodes each example {epochs} time(s); the attack "
                          "needs 2 or more (privnlu encode --encodings-per-example 2)")
     chosen, cfg = reconstruction_config(methods, epochs=epochs, seed=t.seed, **config)
-    t, prep = _payload_prep(t, payload, own_files=own_files, corpus_limit=None, log=log)
+    t, prep = _payload_prep(t, payload, own_files=own_files, corpus_limit=None, log=log, path=path)
     g = torch.Generator().manual_seed(t.seed if t.seed is not None else 0)  # which examples; not a secret
     aux_idx = torch.randperm(len(prep.train), generator=g)[:aux_size]
     labels = torch.tensor(prep.train.labels)

@@ -197,6 +197,14 @@ RECONSTRUCTION_THREAT = ThreatModel(
     "(m, k, epochs) and the public corpus, and has same-distribution data; it does not know which examples were used. "
     "To map recovered vectors back to sentences it searches a corpus that contains the private sentences.",
 )
+SPAN_INVERSION_THREAT = ThreatModel(
+    "wire-span-inversion",
+    frozenset({Grant.ENCODER, Grant.SCHEME}),
+    "DAGER-class (Petrov et al. 2024): an honest-but-curious server or an eavesdropper holds one captured client "
+    "message (its gradient arrays and declared batch size) and the model the server sent with it, and knows the "
+    "public architecture, tokenizer and pretrained embedding tables (h); it holds no key, no client data, no pool "
+    "mask and no embedding-table gradient.",
+)
 MEMBERSHIP_THREAT = ThreatModel(
     "membership-inference",
     frozenset({Grant.QUERY, Grant.TRAINING_RECIPE, Grant.AUXILIARY, Grant.CANDIDATES}),

@@ -1,6 +1,7 @@
 """The attacks on a captured Flower exchange (``privnlu attack gradient --wire``): the token sets each client
 message gives away (embedding-table gradient; the first-layer span test), then gradient matching (TextHide
-Algorithm 3) on one plain client gradient.
+Algorithm 3) on one plain client gradient; or (``--method span``) every client's sentences by the DAGER-class
+span inversion (:mod:`.dager_attack`), under SecAgg+ the union of the summed clients' sentences from the aggregate.
 
 The attacker holds only the capture and the public model. ``truth`` (a finished, seeded in-process federated run
 folder) is the evaluator's: the recovered token sets are scored against each client's replayed batch, the DLG
@@ -14,39 +15,50 @@ from typing import Callable
 
 from ..errors import PrivnluError
 from ..io import read_json
+from ..schemas import path_ref
 from .embedding_leak import audit_capture
 from .gradient_matching import GradientMatchingConfig, attack_capture, score
 
 Log = Callable[[str], None]
 
 
-def run_config(run_dir: Path):
-    """The :class:`~privnlu.federated.config.FederatedConfig` of a finished federated run folder."""
+def run_config(run_dir: Path, model: str = ""):
+    """The :class:`~privnlu.federated.config.FederatedConfig` of a finished federated run folder (a local model
+    folder the record names by reference is ``model``)."""
     from ..federated.config import FederatedConfig
+    from ..schemas import local_settings
 
     try:
-        return FederatedConfig(**read_json(run_dir / "result.json")["config"])
-    except (OSError, KeyError, ValueError, TypeError):
+        config = read_json(run_dir / "result.json")["config"]
+        return FederatedConfig(**local_settings(config, {"model": model}, what=f"--truth {run_dir}",
+                                                   base=run_dir))
+    except (OSError, KeyError, ValueError, TypeError, AttributeError):
         raise PrivnluError(f"--truth {run_dir}: not a finished privnlu federated run folder") from None
 
 
 def attack_wire(wire: str | Path, *, round: int = 1, node: int | None = None, masked: bool = True,
-                truth: str | Path | None = None, span: bool = False, model: str = "",
+                truth: str | Path | None = None, span: bool = False, model: str | None = "", method: str = "tokens",
                 config: GradientMatchingConfig | None = None, log: Log = lambda s: None) -> dict:
     """Every captured message's token leak, then DLG on round ``round``'s client gradient (``node``, default the
-    first reply); returns the record (kind ``gradient_attack``, source ``wire``)."""
+    first reply); returns the record (kind ``gradient_attack``, source ``wire``). ``method="span"``: the
+    DAGER-class sentence recovery on every plain client gradient instead (:func:`attack_wire_sentences`)."""
     from ..federated.wire import load_capture
     from ..models import load_encoder
 
+    if method not in ("tokens", "span"):
+        raise PrivnluError(f"--method must be tokens or span, not '{method}'")
     config = config or GradientMatchingConfig()
     capture = load_capture(wire)
-    run_cfg = run_config(Path(truth)) if truth else None
+    run_cfg = run_config(Path(truth), model or "") if truth else None
+    if method == "span":
+        return attack_wire_sentences(capture, wire=wire, run_cfg=run_cfg, model=model or None, round=round, node=node,
+                                     log=log)
     encoder = load_encoder((model or (run_cfg.model if run_cfg else "")) or None)
     leak = audit_capture(capture, encoder, truth_cfg=run_cfg if run_cfg is not None and run_cfg.mode == "joint" else None,
                          span=span)
     for row in leak:
         log(_leak_line(row))
-    rec: dict = {"kind": "gradient_attack", "source": "wire", "wire": str(wire), "token_leak": leak}
+    rec: dict = {"kind": "gradient_attack", "source": "wire", "wire": path_ref(wire), "token_leak": leak}
     plain = [e for e in capture.received if e["round"] == round and "gradients" in e.get("arrays", {})
              and (node is None or e["node_id"] == node)]
     if not plain:
@@ -63,6 +75,25 @@ def attack_wire(wire: str | Path, *, round: int = 1, node: int | None = None, ma
     log(f"DLG on round {info['round']} node {info['node_id']}: gradient distance {res.grad_distance:.2e} in "
         f"{res.seconds:.1f}s{verdict}")
     return rec
+
+
+def attack_wire_sentences(capture, *, wire: str | Path, run_cfg=None, model: str | None = None, round: int = 1,
+                          node: int | None = None, max_seconds: float = 120.0, log: Log = lambda s: None) -> dict:
+    """The DAGER-class attack on every plain gradient of round ``round`` (each client's message, or the SecAgg+
+    aggregate as node 0; ``node``: that entry's only) of a capture (kind ``sentence_recovery``, source ``wire``); with ``run_cfg`` (a seeded in-process joint run, the
+    evaluator's) each message is scored."""
+    from .dager_attack import audit_capture_spans
+    from .threat import SPAN_INVERSION_THREAT
+
+    if run_cfg is not None and run_cfg.mode != "joint":
+        raise PrivnluError("--method span needs a joint-mode run: frozen mode sends no encoder gradient")
+    rows = audit_capture_spans(capture, model=model or (run_cfg.model if run_cfg else None) or None,
+                               truth_cfg=run_cfg, rounds={round}, node=node, max_seconds=max_seconds, log=log)
+    if not rows:
+        log(f"no plain gradient in round {round} (FedAvg, frozen mode or no such node): "
+            "nothing to attack")
+    return {"kind": "sentence_recovery", "source": "wire", "wire": path_ref(wire), "method": "span",
+            "threat_model": SPAN_INVERSION_THREAT.to_json(), "messages": rows}
 
 
 def _leak_line(row: dict) -> str:

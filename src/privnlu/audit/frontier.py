@@ -6,6 +6,10 @@ trained model, or the wire), which the point names. Point ``a`` dominates ``b`` 
 ``r_a <= r_b`` and ``u_a >= u_b`` with at least one strict inequality; the Pareto front is the set of points
 no other point dominates. Nothing here knows a scheme's name: the recommendation's wording is built from the
 measured points alone.
+
+A point whose utility is at or below always predicting the majority class has **no useful utility**: it is never
+the best utility, never on the front the report rings, and the bottom line never recommends it, however little it
+leaks.
 """
 
 from __future__ import annotations
@@ -31,12 +35,28 @@ class Point:
     reid: float
     guarantee: str = ""  # e.g. "epsilon = 8 per example", "none", "eta = 12.3 (metric DP)"
     threat: str = "release"  # the worst threat: "release" (the data as released), "model" or "wire"
+    keyless: float | None = None  # the keyless |x~| head's utility (an attacker's classifier with no key), if measured
 
     @classmethod
     def from_record(cls, rec: dict) -> "Point":
+        keyless = (rec.get("own_leakage") or {}).get("keyless_abs_head")
         return cls(f"{rec['scheme_title']}, {rec['setting']}" if rec.get("setting") else rec["scheme_title"],
                    float(rec["utility"]), float(rec["reid"]["rate"]), rec["guarantee"]["text"],
-                   rec["reid"].get("threat", "release"))
+                   rec["reid"].get("threat", "release"), None if keyless is None else float(keyless))
+
+    @property
+    def scheme(self) -> str:
+        """The scheme's part of the label (before the setting)."""
+        return self.label.split(",")[0]
+
+
+def useful(p: Point, chance_utility: float | None) -> bool:
+    """Whether ``p`` scores above always predicting the majority class (unknown majority: assumed useful)."""
+    return chance_utility is None or p.utility > chance_utility
+
+
+#: how every table, plot and sentence names a point at or below the majority class
+NO_USEFUL_UTILITY = "no useful utility"
 
 
 #: how the recommendation names a threat
@@ -66,21 +86,73 @@ def _fmt(x: float) -> str:
     return f"{x:.1f}"
 
 
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.0f} %" if whole > 0 else "n/a"
+
+
+def bottom_line(points: Sequence[Point], *, baseline: Point | None, random_reid: float, metric: str,
+                chance_utility: float | None = None) -> str:
+    """One plain sentence a non-expert can act on: which setting to use, what it keeps, what the attack recovers.
+
+    The pick: among the privatized points with useful utility, the most useful one whose leakage is within
+    :data:`USEFUL_MARGIN` points of random guessing; else the least-leaking useful one (said to leak); else none.
+    """
+    private = [p for p in points if baseline is None or p is not baseline]
+    chance = f" (always guessing the majority class scores {_fmt(chance_utility)})" if chance_utility is not None else ""
+    if baseline is not None and not useful(baseline, chance_utility):
+        return (f"Bottom line: even without privacy the model scores {_fmt(baseline.utility)} {metric}, no better than "
+                f"always guessing the majority class{chance}; no scheme can be recommended on this data: get more "
+                "or better-labelled data, or another encoder, before choosing a privatization.")
+    ok = [p for p in private if useful(p, chance_utility)]
+    if not ok:
+        return (f"Bottom line: no privatized setting we measured beats always guessing the majority class{chance}; "
+                "none of them is usable on this data as audited.")
+    safe = [p for p in ok if p.reid <= random_reid + USEFUL_MARGIN]
+    pick = max(safe, key=lambda p: (p.utility, -p.reid)) if safe else min(ok, key=lambda p: (p.reid, -p.utility))
+    keeps = f"; it keeps {_pct(pick.utility, baseline.utility)} of the non-private utility" if baseline else ""
+    what = (f"{_fmt(pick.utility)} {metric} against {_fmt(baseline.utility)} without privacy" if baseline
+            else f"{_fmt(pick.utility)} {metric}")
+    attack = (f"the strongest attack we ran re-identifies {_fmt(pick.reid)} % of the private sentences "
+              f"{THREAT_WORDS.get(pick.threat, pick.threat)} (random guessing: {_fmt(random_reid)} %)")
+    if safe:
+        return f"Bottom line: use {pick.label}{keeps} ({what}), and {attack}."
+    return (f"Bottom line: no useful setting we measured keeps the attacker near random guessing; the least leaking "
+            f"useful one is {pick.label}{keeps} ({what}), and {attack}: treat the data as exposed.")
+
+
+def keyless_warnings(points: Sequence[Point], metric: str) -> list[str]:
+    """One sentence per scheme whose keyless |x~| head beats the owner's own head at some setting."""
+    out, seen = [], set()
+    for p in sorted(points, key=lambda p: p.utility - (p.keyless or 0)):  # largest advantage first
+        if p.keyless is None or p.keyless <= p.utility or p.scheme in seen:
+            continue
+        seen.add(p.scheme)
+        out.append(f"Warning for {p.scheme}: an attacker with no key trains a classifier on the released encodings "
+                   f"(the keyless |x| head) that scores {_fmt(p.keyless)} {metric} on plain sentence representations, "
+                   f"more than the owner's own {_fmt(p.utility)} at {p.label}: the release teaches the task, and the "
+                   "labels' signal, to anyone who holds it, key or not.")
+    return out
+
+
 def recommend(points: Sequence[Point], *, baseline: Point | None, random_reid: float, metric: str,
               ceilings: Sequence[float] = DEFAULT_CEILINGS, chance_utility: float | None = None) -> list[str]:
-    """Plain-language sentences, one per re-identification ceiling, computed from the measured points.
+    """Plain-language sentences computed from the measured points, opening with :func:`bottom_line`.
 
-    For each ceiling ``c``: the best-utility point with ``reid <= c`` and its cost against ``baseline`` (no
-    privacy), or, when none qualifies, the point with the lowest re-identification; a utility at or below
-    ``chance_utility`` (always predicting the majority class) is called out. A final sentence names the points
-    that are indistinguishable from random guessing (``reid <= random_reid``), if any.
+    Then the keyless-attacker warnings (:func:`keyless_warnings`), then for each ceiling ``c``: the best-utility
+    point with ``reid <= c`` among the points with useful utility (above ``chance_utility``, always predicting the
+    majority class) and its cost against ``baseline`` (no privacy); when only points with no useful utility stay
+    under ``c``, that is said instead; when none qualifies, the point with the lowest re-identification. A final
+    sentence names the points that are indistinguishable from random guessing (``reid <= random_reid``), if any.
     """
     private = [p for p in points if baseline is None or p is not baseline]
     if not private:
         return ["No privatized setting was measured, so there is nothing to recommend."]
-    out = []
+    out = [bottom_line(points, baseline=baseline, random_reid=random_reid, metric=metric, chance_utility=chance_utility)]
+    out += keyless_warnings(points, metric)
+    majority = f"the majority class ({_fmt(chance_utility)})" if chance_utility is not None else ""
     for c in sorted(ceilings):
-        ok = [p for p in private if p.reid <= c]
+        under = [p for p in private if p.reid <= c]
+        ok = [p for p in under if useful(p, chance_utility)]
         if ok:
             best = max(ok, key=lambda p: (p.utility, -p.reid))
             cost = ""
@@ -88,27 +160,36 @@ def recommend(points: Sequence[Point], *, baseline: Point | None, random_reid: f
                 gap = baseline.utility - best.utility
                 cost = (f", {_fmt(gap)} points below no privacy ({_fmt(baseline.utility)})" if gap > 0 else
                         f", no worse than no privacy ({_fmt(baseline.utility)})")
-            useless = ""
-            if chance_utility is not None and best.utility <= chance_utility:
-                useless = f"; that is no better than always predicting the majority class ({_fmt(chance_utility)})"
             out.append(f"At most {c:g} % re-identification: the best utility is {_fmt(best.utility)} {metric} "
                        f"from {best.label} ({_fmt(best.reid)} % re-identified {THREAT_WORDS.get(best.threat, best.threat)}, "
-                       f"its worst threat; formal guarantee: {best.guarantee}){cost}{useless}.")
+                       f"its worst threat; formal guarantee: {best.guarantee}){cost}.")
+        elif under:
+            top = max(under, key=lambda p: (p.utility, -p.reid))
+            out.append(f"At most {c:g} % re-identification: {NO_USEFUL_UTILITY}; every setting that gets there scores at "
+                       f"or below always predicting {majority} (the highest, {top.label}, scores {_fmt(top.utility)} "
+                       f"{metric}).")
         else:
             low = min(private, key=lambda p: (p.reid, -p.utility))
             out.append(f"At most {c:g} % re-identification: no measured setting gets there; the lowest is "
-                       f"{_fmt(low.reid)} % from {low.label} ({_fmt(low.utility)} {metric}).")
-    useful = [p for p in private if chance_utility is not None and p.utility > chance_utility + USEFUL_MARGIN
-              and p.reid <= random_reid + USEFUL_MARGIN]
-    if useful and len({p.label.split(",")[0] for p in useful}) == 1:
-        best = max(useful, key=lambda p: p.utility)
-        out.append(f"Only {best.label.split(',')[0]} gives both useful utility (more than {USEFUL_MARGIN:g} points above "
+                       f"{_fmt(low.reid)} % from {low.label} ({_fmt(low.utility)} {metric}"
+                       f"{'' if useful(low, chance_utility) else ', ' + NO_USEFUL_UTILITY}).")
+    good = [p for p in private if chance_utility is not None and p.utility > chance_utility + USEFUL_MARGIN
+            and p.reid <= random_reid + USEFUL_MARGIN]
+    if good and len({p.scheme for p in good}) == 1:
+        best = max(good, key=lambda p: p.utility)
+        out.append(f"Only {best.scheme} gives both useful utility (more than {USEFUL_MARGIN:g} points above "
                    f"the majority class) and leakage within {USEFUL_MARGIN:g} points of random guessing under every "
                    f"measured threat: best {best.label} at {_fmt(best.utility)} {metric}, formal guarantee: "
                    f"{best.guarantee}.")
     chance = [p for p in private if p.reid <= random_reid]
     if chance:
         best = max(chance, key=lambda p: p.utility)
+        flag = "" if useful(best, chance_utility) else f" ({NO_USEFUL_UTILITY}: at or below {majority})"
         out.append(f"{len(chance)} of {len(private)} privatized settings are no better for the attacker than random "
-                   f"guessing ({_fmt(random_reid)} %); the most useful of them is {best.label} at {_fmt(best.utility)} {metric}.")
+                   f"guessing ({_fmt(random_reid)} %); the most useful of them is {best.label} at {_fmt(best.utility)} "
+                   f"{metric}{flag}.")
+    unusable = [p for p in private if not useful(p, chance_utility)]
+    if unusable:
+        out.append(f"{NO_USEFUL_UTILITY.capitalize()} (at or below always predicting {majority}), whatever they "
+                   f"leak: {'; '.join(f'{p.label} ({_fmt(p.utility)})' for p in unusable)}.")
     return out

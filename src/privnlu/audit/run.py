@@ -22,11 +22,17 @@ For each grid point (:mod:`privnlu.audit.grid`) the audit measures
 The attack of a point is the first of its scheme's threat model (``scheme.threat.attacks``), from :data:`ATTACKS`;
 a scheme whose threat model lists ``keyless-abs-head`` is also checked with that head (frozen mode).
 
-One results JSON per point under ``OUT/points``; a rerun skips a point whose file exists with the same settings.
+One results JSON per point under ``OUT/points``. A folder that already holds points is refused unless ``resume``
+(finished points with the same settings are kept, the others computed) or ``force`` (the folder's points are
+replaced); with ``resume``, a point made with other settings (attacker settings included) is refused, naming its
+file and the settings that differ. Settings left to scale with the data are fixed from its size before any work
+(:func:`privnlu.audit.grid.fit_to_data`).
 """
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -39,7 +45,7 @@ from tqdm.auto import tqdm
 from ..attacks.audit import Condition, reconstruction_audit
 from ..attacks.dchi_analysis import calibrate_eta
 from ..attacks.dchi_inversion import NearestNeighbourInversion
-from ..attacks.reconstruction import CLUSTERINGS, ReconstructionConfig
+from ..attacks.reconstruction import ReconstructionConfig
 from ..attacks.reconstruction_sweep import select_examples
 from ..attacks.search import SimilaritySearch
 from ..attacks.threat import SEARCH_THREAT, AttackerView, Corpus
@@ -56,10 +62,15 @@ from ..training import TrainConfig
 from ..training.engine import Prepared, RunSpec, prepare, release_once, train_run
 from ..version import __version__
 from .frontier import clopper_pearson
-from .grid import AuditSettings, GridPoint, grid
+from .grid import AuditSettings, GridPoint, fit_to_data, grid
 from .membership import membership_threat, nonmember_pool
 
 N_EXAMPLES = 3
+#: the reconstruction's clusterings in the audit: clique groups and nmf started from them (the strongest), the better
+#: one counted. An auditor bounds leakage with the strongest attack; the paper's greedy rule needs a pair network
+#: of its own and the threshold rule adds a solve, cost without information (as in the recipes that attack many
+#: DP releases)
+AUDIT_CLUSTERINGS = ("clique", "nmf")
 
 
 @dataclass
@@ -76,6 +87,7 @@ class Context:
     progress: bool
     out: Path
     _space: TokenSpace | None = None
+    _seconds: dict[str, float] | None = None  # the last duration of each kind of stage (the next one's estimate)
     _nonmembers: Corpus | None = None
 
     @property
@@ -157,12 +169,43 @@ def reidentification(guesses: list[int], n: int) -> dict:
     return {"rate": round(100.0 * hits / n, 2), "identified": hits, "n_private": n, "ci95": [round(lo, 2), round(hi, 2)]}
 
 
+#: how often a stage's bar moves (seconds)
+TICK = 1.0
+
+
 @contextmanager
-def _stage(ctx: Context, desc: str) -> Iterator[None]:
-    """A one-step progress bar for a stage with no inner loop to show."""
-    with tqdm(total=1, desc=desc, disable=not ctx.progress, leave=False) as bar:
+def _stage(ctx: Context, desc: str, kind: str = "") -> Iterator[None]:
+    """A progress bar for a stage with no inner loop to show: it moves every second (elapsed time), against the
+    last stage of the same ``kind`` as its estimate once one has finished."""
+    if ctx._seconds is None:
+        ctx._seconds = {}
+    estimate = ctx._seconds.get(kind) if kind else None
+    t0 = time.perf_counter()
+    if not ctx.progress:
         yield
-        bar.update(1)
+    else:
+        fmt = ("{desc}: {elapsed} elapsed" if estimate is None else
+               "{desc}: {percentage:3.0f}% of an estimated {total:.0f} s |{bar}| {elapsed}<{remaining}")
+        with tqdm(total=None if estimate is None else max(2, round(estimate)), desc=desc, unit="s", leave=False,
+                  bar_format=fmt) as bar:
+            stop = threading.Event()
+
+            def tick() -> None:
+                while not stop.wait(TICK):
+                    if estimate is None or bar.n < bar.total - 1:  # an estimate that runs over stays at its end
+                        bar.update(1)
+                    else:
+                        bar.refresh()
+
+            thread = threading.Thread(target=tick, daemon=True)
+            thread.start()
+            try:
+                yield
+            finally:
+                stop.set()
+                thread.join()
+    if kind:
+        ctx._seconds[kind] = time.perf_counter() - t0
 
 
 def _search(ctx: Context, queries: torch.Tensor) -> list[int]:
@@ -177,12 +220,13 @@ def _reconstruct(ctx: Context, point: GridPoint, scheme: Scheme, mechanism=None)
     labels = torch.tensor(prep.train.labels)
     auxiliary = Corpus([prep.train.texts_a[i] for i in ctx.aux.tolist()], prep.train_x[ctx.aux], labels[ctx.aux])
     texts = ctx.candidates.texts[: ctx.n]
-    with _stage(ctx, f"{point.name}: reconstruction attack on {ctx.n * s.attack_epochs} encodings"):
+    with _stage(ctx, f"{point.name}: reconstruction attack on {ctx.n * s.attack_epochs} encodings", "reconstruction"):
         r = reconstruction_audit(prep.train_x[ctx.private], labels[ctx.private], Condition(point.name, point.m, point.k),
                                  ctx.rng(), epochs=s.attack_epochs, auxiliary=auxiliary, candidates=ctx.candidates,
                                  private_texts=texts, config=ReconstructionConfig(seed=s.seed if s.seed is not None else 0),
-                                 methods=CLUSTERINGS, mechanism=mechanism, num_labels=len(prep.task.label_names),
-                                 public=prep.public_x if getattr(scheme, "inter", False) else None, keep_guesses=True)
+                                 methods=AUDIT_CLUSTERINGS, mechanism=mechanism, num_labels=len(prep.task.label_names),
+                                 public=prep.public_x if getattr(scheme, "inter", False) else None, keep_guesses=True,
+                                 progress=False)  # the audit's own stage bar shows this step
     best = max(r["methods"], key=lambda m: reidentification(r["methods"][m].get("guesses", []), ctx.n)["rate"])
     res = r["methods"][best]
     guesses, truth = res.pop("guesses", []), res.pop("group_truth", [])
@@ -219,7 +263,7 @@ def calibrated_eta(ctx: Context, target: float) -> dict:
             return rec
     ds = ctx.prep.train  # the audited training slice; every sentence has at least one token
     tokens = token_ids_of(ds.texts_a[: s.calibration_tokens], ctx.prep.encoder.tokenizer)[: s.calibration_tokens]
-    with _stage(ctx, f"calibrating eta for token inversion {target:g}"):
+    with _stage(ctx, f"calibrating eta for token inversion {target:g}", "calibration"):
         rec = calibrate_eta(ctx.space, tokens, target, ctx.rng())
     rec["key"] = key
     write_json_atomic(path, rec)
@@ -269,7 +313,9 @@ def run_point(ctx: Context, point: GridPoint) -> dict:
         threats["release"] = {"threat": "release", **reidentification(guesses, ctx.n),
                               "attack": scheme.threat.audit_attack, "random_guess": round(ctx.random_reid, 3),
                               "candidates": len(ctx.candidates), "distractors": len(ctx.candidates) - ctx.n}
-    with _stage(ctx, f"{point.name}: membership inference on the trained model"):
+    with _stage(ctx, f"{point.name}: membership inference on the trained model ({s.mi_references} reference "
+                     "models)" if s.mode == "frozen" else f"{point.name}: membership inference on the trained model",
+                "membership"):
         threats["model"] = membership_threat(ctx, spec, keep)
     guarantee = scheme.guarantee(calibration=train["dp"], joint=s.mode == "joint",
                                  model=public_model_name(prep.encoder))
@@ -382,26 +428,71 @@ def finished(path: Path, settings: AuditSettings, point: GridPoint) -> dict | No
     return rec if rec.get("kind") == "audit" and rec.get("settings") == settings.key(point) else None
 
 
-def run_audit(settings: AuditSettings, out: str | Path, *, progress: bool = True,
-              log: Callable[[str], None] = lambda s: None) -> list[dict]:
-    """Run every grid point not already finished under ``out``; return all point records."""
+def data_sizes(settings: AuditSettings) -> tuple[int, int, int]:
+    """(training rows, dev rows, public sentences available) the audit can use, read without encoding anything."""
     from ..data import get_task
 
-    require(not get_task(settings.task).is_regression,  # validated before any work
+    task = get_task(settings.task)
+    require(not task.is_regression,  # validated before any work
             f"the audit needs a classification task (the reconstruction attack uses class labels); {settings.task} is a regression task")
+    n_train = len(task.load("train", settings.data_dir))
+    n_dev = len(task.load(task.eval_splits[0], settings.data_dir))
+    return (min(n_train, settings.train_limit or n_train), min(n_dev, settings.dev_limit or n_dev),
+            len(load_public_corpus("wiki")))
+
+
+def check_folder(out: Path, settings: AuditSettings, *, resume: bool, force: bool) -> list[Path]:
+    """The point files under ``out`` that ``force`` replaces; refuses a folder the run may not use (see the module
+    docstring), before any work."""
+    require(not (resume and force), "--resume continues the audit in the folder, --force replaces it: give one of them")
+    found = sorted((out / "points").glob("*.json"))
+    if not found or force:
+        return found
+    if not resume:
+        raise PrivnluError(f"{out} already holds an audit ({len(found)} point files): continue it with --resume (finished "
+                           "points are kept), replace it with --force, or choose another --out")
+    key = settings.key()
+    for path in found:
+        try:
+            rec = read_json(path)
+            old = {k: v for k, v in rec["settings"].items() if k != "point"}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            sys.stderr.write(f"privnlu: {path} is not a readable audit point; recomputing it\n")
+            continue
+        diff = [f"{k} {old.get(k)!r} -> {key.get(k)!r}" for k in sorted(set(old) | set(key)) if old.get(k) != key.get(k)]
+        if diff:
+            raise PrivnluError(f"{path} holds a point made with other settings ({'; '.join(diff[:4])}"
+                               f"{'; ...' if len(diff) > 4 else ''}): use another --out, or --force to replace the "
+                               "folder's points")
+    return []
+
+
+def run_audit(settings: AuditSettings, out: str | Path, *, resume: bool = False, force: bool = False,
+              progress: bool = True, log: Callable[[str], None] = lambda s: None) -> list[dict]:
+    """Run every grid point not already finished under ``out``; return all point records.
+
+    ``settings`` left to scale with the data are fixed from the data's size first; the folder is checked
+    (:func:`check_folder`) before any work.
+    """
+    settings = fit_to_data(settings, *data_sizes(settings))
     out = Path(out)
+    stale = check_folder(out, settings, resume=resume, force=force)
     points = grid(settings)
+    for path in stale:  # --force: the folder's earlier points are replaced, none is left to mix into the report
+        path.unlink()
     done = {p.name: finished(point_path(out, p), settings, p) for p in points}
     todo = [p for p in points if done[p.name] is None]
     if len(todo) < len(points):
-        log(f"{len(points) - len(todo)} of {len(points)} points already finished under {out}; skipping them")
+        log(f"{len(points) - len(todo)} of {len(points)} points already finished under {out}; keeping them")
     if todo:
         ctx = build_context(settings, out, progress=progress)
-        log(f"{ctx.n} private sentences among {len(ctx.candidates)} candidates (random guess {ctx.random_reid:.2f} %)")
+        log(f"{ctx.n} private sentences among {len(ctx.candidates)} candidates (random guess {ctx.random_reid:.2f} %); "
+            f"{len(todo)} points to compute")
         for p in tqdm(todo, desc="audit points", disable=not progress):
             rec = run_point(ctx, p)
             write_json_atomic(point_path(out, p), rec)
             done[p.name] = rec
+            flag = "  no useful utility (at or below the majority class)" if rec["utility"] <= rec["chance_utility"] else ""
             log(f"{p.name:28s} {rec['metric']} {rec['utility']:6.2f}  re-identified {rec['reid']['rate']:6.2f} %  "
-                f"({rec['seconds']:.0f} s)")
+                f"({rec['seconds']:.0f} s){flag}")
     return [done[p.name] for p in points]

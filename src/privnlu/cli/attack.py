@@ -17,7 +17,9 @@ COMMON_HELP = dict(task={"help": "a classification task, e.g. cola, sst2, tweets
                    train_file={"help": "your own train file (.csv, .tsv or .jsonl): the attacked examples and candidates "
                                        "(named by --task, default: the --payload file's task or the file's stem)"},
                    dev_file={"help": "your own dev file, same columns as --train-file (invert attacks its examples)"},
-                   pooling={"default": "cls"}, out={"help": "results JSON", "required": True},
+                   pooling={"help": "sentence representation: auto (the model's own; with --payload: the file's, as are its "
+                                    "encoder and max length; a conflicting value is refused), cls, pooler or mean"},
+                   out={"help": "results JSON", "required": True},
                    batch_size={"help": "defender's TextHide batch size", "group": ""})
 SBERT = (Option("sbert_model", "--sbert-model", "model for the SBERT metric (default: packaged all-MiniLM-L6-v2, mean "
                 "pooling)"), Option("no_sbert", "--no-sbert", "skip the SBERT cosine metric", kind="flag"))

@@ -18,12 +18,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("audit", help="every privatization scheme on one task: utility vs sentence re-identification",
                        description="Run each scheme of the registry (or --schemes) on one task, attack each release "
                                    "with its strongest attack (the first of its threat model), and report the "
-                                   "privacy-utility frontier. One results JSON per point; a rerun skips finished "
-                                   "points.")
+                                   "privacy-utility frontier. One results JSON per point; --resume continues an "
+                                   "interrupted audit (finished points are kept), --force replaces one. Settings "
+                                   "not given scale with the data's size.")
     from ..audit import AuditSettings
 
-    add(p, *declared(AuditSettings), *DATA[4:], "out", REPORT,
-        out={"default": "runs/audit", "writes": "dir", "help": "output folder: points/*.json and report/"})
+    add(p, *declared(AuditSettings), *DATA[4:], "out", "resume", "force", REPORT,
+        out={"default": "runs/audit", "writes": "dir", "help": "output folder: points/*.json and report/"},
+        resume={"help": "continue the audit in --out: finished points are kept, the others computed (a point made "
+                        "with other settings is refused)"},
+        force={"help": "replace the audit in --out (without it, or --resume, a folder that holds points is refused)"})
     p.set_defaults(func=run)
 
 
@@ -43,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     warn_seed(args)
     settings = settings_from_args(args)
     out = Path(args.out)
-    run_audit(settings, out, progress=not args.quiet, log=say)
+    run_audit(settings, out, resume=args.resume, force=args.force, progress=not args.quiet, log=say)
     if not args.no_report:
         from ..report import build_report
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..params import POS_INT, PROB_OPEN, Option, float_list
+from ..params import POS_INT, PROB_OPEN, Option, Range, float_list
 from .common import say, warn_seed
 from ..options import ETAS
 from .options import add
@@ -31,8 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add(a, Option("analysis", help="one of geometry, examples, deniability, inversion", kind="positional",
                   choices=("geometry", "examples", "deniability", "inversion")), "out", "etas", "eta", "task",
         Option("max_tokens", "--max-tokens", "inversion: use only the first N tokens", int, range=POS_INT),
-        Option("sample", "--sample", "geometry/deniability: a uniform sample of N regular tokens (default: all)", int,
-               range=POS_INT), "draws", "model", "seed", "data_dir",
+        Option("sample", "--sample", "geometry/deniability: a uniform sample of N regular tokens (default: all for "
+               "geometry, 2000 for deniability: every token takes about 30 minutes)", int,
+               range=Range(lo=0, integer=True, note="0 = every regular token")), "draws", "model", "seed", "data_dir",
         out={"help": "results JSON", "required": True}, etas={"default": ",".join(f"{e:g}" for e in PAPER_ETAS)},
         eta={"default": 100.0, "help": "deniability / top outputs: eta"},
         task={"default": "sst2", "help": "inversion: task whose dev tokens are attacked"},
@@ -56,12 +57,16 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    from ..attacks.dchi_analysis import analyze
+    from ..attacks.dchi_analysis import DENIABILITY_SAMPLE, analyze, headline
     from ..io import write_json_atomic
 
     warn_seed(args)
+    sample = DENIABILITY_SAMPLE if args.sample is None and args.analysis == "deniability" else args.sample or None
+    if sample and args.analysis == "deniability":
+        say(f"deniability over a uniform sample of {sample} regular tokens (--sample 0: every token)")
     rec = analyze(args.analysis, etas=tuple(args.etas), eta=args.eta, task=args.task, max_tokens=args.max_tokens,
-                  sample=args.sample, draws=args.draws, model=args.model, data_dir=args.data_dir, seed=args.seed)
+                  sample=sample, draws=args.draws, model=args.model, data_dir=args.data_dir, seed=args.seed)
     write_json_atomic(args.out, rec)
+    print("\n".join(headline(rec)))
     say(f"wrote {args.out}")
     return 0

@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         Option("stop_after", "--stop-after", "run at most N steps now, checkpoint, and exit (resume later)", int,
                range=POS_INT), "resume", "model", "device", "bf16",
         out={"help": "output folder", "writes": "dir", "required": True}, model={"group": ""},
-        device={"group": ""}, bf16={"group": ""}, resume={"help": "continue from OUT/checkpoint.pt"})
+        device={"group": ""}, bf16={"group": ""}, resume={"help": "continue from OUT/checkpoint.json"})
     p.set_defaults(func=run_pretrain)
 
 
@@ -84,7 +84,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
     rec = mlm.Pretrainer(config, args.out, model=args.model, init_head=args.init_head, log=say, device=args.device,
                          bf16=args.bf16).run(resume=args.resume, stop_after=args.stop_after)
     if rec["finished"]:
-        say(f"wrote {Path(args.out) / 'pretrain.json'} and the encoder folder {rec['encoder_dir']}")
+        say(f"wrote {Path(args.out) / 'pretrain.json'} and the encoder folder {Path(args.out) / rec['encoder_dir']}")
     else:
         say(f"stopped after --stop-after steps; continue with --resume (checkpoint in {args.out})")
     return 0

@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="A compact `privnlu audit` on frozen MiniLM features of the packaged tweet-sentiment "
                                    "corpus: every scheme of the registry, each attacked with its strongest attack; the "
                                    "HTML report opens with the privacy-utility frontier. A rerun skips finished points.")
-    add(p, "out", "task", "model", "epochs", "train_limit", "data_dir", "cache_dir", "seed",
+    add(p, "out", "task", "model", "epochs", "train_limit", "data_dir", "cache_dir", "seed", "force",
         out={"default": "runs/demo", "writes": "dir", "help": "output folder"},
         task={"default": "tweets", "help": "task (packaged tweets by default)", "group": ""},
         model={"group": ""}, train_limit={"group": ""}, data_dir={"group": ""}, cache_dir={"group": ""},
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     settings = replace(DEMO, task=args.task, model=args.model, epochs=args.epochs,
                        train_limit=args.train_limit or DEMO.train_limit, data_dir=args.data_dir, cache_dir=args.cache_dir,
                        seed=args.seed)
-    run_audit(settings, out, progress=not args.quiet, log=say)
+    run_audit(settings, out, resume=not args.force, force=args.force, progress=not args.quiet, log=say)
     page = build_report([out / "points"], out / "report", title=f"privnlu demo: which privatization for {args.task}, "
                                                                "at what cost")
     say(f"demo finished in {time.time() - t0:.0f} s; report: {page.resolve()}")

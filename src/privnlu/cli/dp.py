@@ -37,7 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     a = sub.add_parser("account", help="noise for an (epsilon, delta) target, and the epsilon the release really has; "
                                        "with --ledger, every recorded release of each dataset composed")
     add(a, *_dp_ie(k_default=4), "encodings_per_example", "dim", "ledger", "budget_epsilon",
-        "budget_delta", "budget_eta", "out",
+        "budget_delta", "budget_eta", "out", Option("json", "--json", "print the raw JSON record instead of the "
+                                                    "table", kind="flag"),
         ledger={"help": "compose every release recorded in this ledger, per dataset and example (dp-accounting PLD); "
                         "--dp-epsilon is then not needed", "group": "privacy ledger"},
         out={"help": "also write the calibration as a results JSON (kind 'dp'); default: stdout only"})
@@ -60,10 +61,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         *[o for o in params if o.dest in DP_IE and o.dest != "k"], "dim", "k", "encodings_per_example", "eta", "model",
         "pairs",
         "target_loss", "draws", "seed", "out",
-        dim={"default": 64}, k={"default": None, "help": "dp-ie: representations per encoding (default: 1)"},
-        encodings_per_example={"help": "encodings per example and slot"},
-        draws={"help": "draws per hypothesis; half choose the threshold, half bound epsilon (default: 100000; "
-                       "dchi-text: 20000)"},
+        dim={"default": None, "range": Range(lo=1, hi=1_048_576, integer=True),  # = attacks.dp_audit.MAX_DIM
+             "help": "dp-ie: representation width d (default: 64)"},
+        k={"default": None, "help": "dp-ie: representations per encoding (default: 1)"},
+        encodings_per_example={"default": None, "help": "dp-ie: encodings per example and slot (default: 1)"},
+        pairs={"default": None, "help": "d_chi: token pairs audited (default: 3)"},
+        target_loss={"default": None, "help": "d_chi: pick pairs whose claim eta * d(x, x') is closest to this "
+                                              "(default: 2)"},
+        draws={"range": Range(lo=4, hi=100_000_000, integer=True),  # = attacks.dp_audit.MAX_DRAWS; memory: below
+               "help": "draws per hypothesis; half choose the threshold, half bound epsilon (default: 100000; "
+                       "dchi-text: 20000); refused when the audit would need over half the machine's memory"},
         seed={"help": "EXPERIMENTS ONLY: makes the mechanism's noise reproducible"},
         out={"help": "also write the audit as a results JSON (kind 'dp-audit')"})
     au.set_defaults(func=run_audit)
@@ -121,9 +128,17 @@ def run_account(args: argparse.Namespace) -> int:
         rec, lines = {"kind": "dp", "privnlu": __version__, **cal.to_json()}, []
     if args.out:
         write_json_atomic(args.out, rec)
-    sys.stdout.write(json_text(rec) + "\n")
-    for line in lines:
-        say(line)
+    if args.json:
+        sys.stdout.write(json_text(rec) + "\n")
+        for line in lines:
+            say(line)
+        return 0
+    rows = [(k, v) for k, v in rec.items() if k not in ("kind", "privnlu", "provenance", "label")
+            and isinstance(v, (str, int, float, bool))]
+    table = lines or [str(rec.get("label", "DP instance encoding"))] + [
+        f"  {k.replace('_', ' '):<20} {v:.6g}" if isinstance(v, float) else f"  {k.replace('_', ' '):<20} {v}"
+        for k, v in rows]
+    sys.stdout.write("\n".join(table) + "\n")
     return 0
 
 
@@ -152,10 +167,17 @@ def run_audit(args: argparse.Namespace) -> int:
     require(scheme.formal != "none", f"scheme {scheme.name} makes no claim to audit")
     require(scheme.formal != "metric-dp" or args.eta is not None, f"--scheme {scheme.name} needs --eta")
     require(scheme.formal != "dp" or args.epsilon is not None, "--scheme dp-ie needs --dp-epsilon (the claim to audit)")
+    dchi = scheme.formal == "metric-dp"
+    other = [f for f, v in ((("--dim", args.dim), ("--encodings-per-example", args.encodings_per_example)) if dchi else
+                            (("--pairs", args.pairs), ("--target-loss", args.target_loss), ("--model", args.model)))
+             if v is not None]
+    require(not other, f"dp audit checks one claim per run: --scheme {scheme.name} is a {'d_chi' if dchi else 'DP'} "
+            f"claim, and {', '.join(other)} apply to a {'DP' if dchi else 'd_chi'} claim; audit that one in a run of its own")
     warn_seed(args)
     with tqdm(disable=args.quiet, desc="dp audit", unit="draw") as bar:
-        rec = audit_claim(scheme, dim=args.dim, epochs=args.encodings_per_example, draws=args.draws, pairs=args.pairs,
-                          target_loss=args.target_loss, model=args.model, seed=args.seed, progress=bar.update)
+        rec = audit_claim(scheme, dim=args.dim or 64, epochs=args.encodings_per_example or 1, draws=args.draws,
+                          pairs=args.pairs or 3, target_loss=args.target_loss or 2.0, model=args.model, seed=args.seed,
+                          progress=bar.update)
     if args.out:
         write_json_atomic(args.out, rec)
     for r in rec["results"]:

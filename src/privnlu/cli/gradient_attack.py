@@ -9,6 +9,7 @@ from .common import say
 from .options import add
 
 I = int
+SWEEP_OUT = "runs/attacks/gradient_matching.json"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,14 +43,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                "(evaluation only: the attacker never reads it)", metavar="RUN_DIR"),
         Option("span_test", "--span-test", "with --wire: also run the first-layer span test (DAGER-style; needs no "
                "embedding gradient, so it applies to the frozen default)", kind="flag"),
+        Option("method", "--method", "with --wire: tokens (token sets, then DLG on the head) or span (DAGER-class: "
+               "the sentences of every client reply in --round, from the first two attention layers' gradients)",
+               default="tokens",
+               choices=("tokens", "span")),
         "model", "resume", "out",
         task={"default": "sst2", "help": "task whose cached train representations are attacked"},
         seed={"default": 0, "help": "experiment seed (trial choice, attacker init, victim keys)"},
         train_limit={"help": "sweep: attack examples among the first N training sentences only (default: all)"},
-        model={"default": "", "help": "with --wire: the encoder folder of the run, whose tokenizer names the recovered "
-                                      "token ids (default: the run's, or packaged MiniLM)", "group": ""},
+        model={"help": "with --wire: the encoder folder of the run, whose tokenizer names the recovered token ids "
+                       "(default: the run's, or packaged MiniLM)", "group": ""},
         resume={"help": "continue an interrupted sweep from --out: finished attacks are kept, not re-run"},
-        out={"default": "runs/attacks/gradient_matching.json", "help": "results JSON"})
+        out={"help": f"results JSON (default: {SWEEP_OUT}; with --wire: "
+                     "runs/attacks/wire_<run>_round<N>[_node<ID>].json)"})
     p.set_defaults(func=run)
 
 
@@ -58,9 +64,22 @@ def run(args: argparse.Namespace) -> int:
     from ..attacks.wire import attack_wire
     from ..io import write_json_atomic
 
+    if args.method == "span" and not args.wire:
+        from ..errors import PrivnluError
+        raise PrivnluError("--method span attacks a captured message: give --wire CAPTURE")
+    if not args.out:  # a default of its own for each kind of run, checked as a given --out is
+        from pathlib import Path
+
+        from ..io import check_writable, safe_filename
+
+        node = f"_node{args.node}" if args.node is not None else ""
+        run_name = safe_filename(Path(args.wire).resolve().parent.name) if args.wire else ""
+        args.out = f"runs/attacks/wire_{run_name}_round{args.round}{node}.json" \
+            if args.wire else SWEEP_OUT
+        check_writable(args.out, "file", f"--out (default {args.out})", replace=args.force or args.resume)
     if args.wire:
         rec = attack_wire(args.wire, round=args.round, node=args.node, masked=not args.no_mask, truth=args.truth,
-                          span=args.span_test, model=args.model,
+                          span=args.span_test, model=args.model, method=args.method,
                           config=GradientMatchingConfig(iterations=args.iterations, seed=args.seed), log=say)
         write_json_atomic(args.out, rec)
     else:

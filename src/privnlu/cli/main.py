@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "dp encode": ("dp", "write DP encodings and mixed labels (key file separately, mode 0600)"),
     "dp audit": ("dp", "empirical DP audit: a 95 %% lower bound on epsilon from many draws, beside the claim"),
     "dp audit-sgd": ("dp", "one-run audit of DP-SGD: a 95 %% lower bound on epsilon from canaries in one training run, beside the claim"),
+    "ledger": ("ledger", "list a privacy ledger's releases (pending ones marked); settle a pending one"),
     "attack search": ("attack", "FAISS similarity search with privatized representations (TextHide section 4.4)"),
     "attack invert": ("attack", "learn encoding -> original with an MLP, then search (TextHide appendix C.3)"),
     "attack reconstruct": ("attack", "recover the private representations from a release (Xie & Hong 2021)"),

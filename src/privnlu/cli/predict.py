@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..params import Option
+from ..params import Option, Range
 from .options import add
 
 
@@ -17,8 +17,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "multiplied by a mask from the owner's secret pool (the key), after clipping and "
                                    "with the same noise for DP. A `federated` run's global model is applied as its "
                                    "server evaluated it (unmasked, no key); a `dchi finetune` model privatizes each "
-                                   "query with its scheme and eta. Writes CSV, TSV or JSONL (--out), else JSON lines "
-                                   "on stdout.")
+                                   "query with its scheme and eta. Predictions are deterministic: where a query's "
+                                   "encoding is random they average the head's probabilities over the whole mask "
+                                   "pool, or over a fixed number of draws seeded from the query (--samples N: N "
+                                   "fresh draws instead). Never runs code from the folder, never contacts the model "
+                                   "hub. Writes CSV, TSV or JSONL (--out), else JSON lines on stdout.")
     add(p, Option("run", "--run", "the run folder `privnlu train` or `privnlu federated` wrote (or its model/ "
                   "subfolder), or a `dchi finetune` model folder (or its results JSON)", required=True),
         Option("text", "--text", "a text to classify; repeat for several", kind="append", group="input"),
@@ -29,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "text_col", "text_pair_col",
         Option("key", "--key", "the owner's key file (the run's mask pool, key.pt) where the scheme needs one "
                "(default: the run folder's key.pt)"),
+        Option("samples", "--samples", "average N fresh random encodings of each query instead of the deterministic "
+               "average (1: the paper's stochastic inference, one random pool mask)", parse=int,
+               range=Range(1, 100_000, integer=True), metavar="N"),
         "model", "device", "encode_batch_size", "out", "force",
         text_col={"help": "text column of --input", "group": "input"},
         text_pair_col={"help": "second text column of --input, for sentence-pair tasks", "group": "input"},
@@ -46,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     out = check_output_file(args.out, force=args.force)
     texts, pairs = read_inputs(args.text, args.text_pair, args.input, text_col=args.text_col,
                                text_pair_col=args.text_pair_col)
-    model = load(args.run, key=args.key, model=args.model, device=args.device)
+    model = load(args.run, key=args.key, model=args.model, device=args.device, samples=args.samples)
     texts, pairs = model.check_inputs(texts, pairs)
     if not args.quiet:
         sys.stderr.write(f"privnlu: {model.describe()}\n")

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "seed", "ledger",
         out={"help": "output file (.txt for dchi-text, .npz for dchi-token and dchi-sequence)", "required": True},
         eta={"required": True, "group": ""},
-        pooling={"default": "cls", "help": "sentence representation for dchi-sequence", "group": ""},
+        pooling={"help": "dchi-sequence: the sentence representation (auto: the model's own)", "group": ""},
         model={"group": ""}, max_length={"group": "", "help": "max tokens per text incl. [CLS]/[SEP]; longer texts "
                                                                 "are truncated with a warning"})
     p.set_defaults(func=run)

@@ -37,4 +37,20 @@ def run(args: argparse.Namespace) -> int:
     say(f"{rec['label']}: {rec['metric']} score {rec['score']:.2f} on {split} (best epoch {rec['best_score']:.2f}); "
         f"results in {run_dir / 'result.json'}, model and card in {run_dir / 'model'} (apply it with "
         f"`privnlu predict --run {run_dir}`)")
+    maj = majority_score(spec, rec["metric"], split)
+    if maj is not None and rec["score"] <= maj:
+        say(f"WARNING: no useful utility: {rec['score']:.2f} is at or below always predicting the majority class "
+            f"({maj:.2f}){'; a larger epsilon, more data or more epochs may help' if rec.get('dp') else ''}")
     return 0
+
+
+def majority_score(spec, metric: str, split: str) -> float | None:
+    """The ``split`` score of always predicting the training set's most frequent label (None for regression)."""
+    from ..data import get_task
+    from ..data.metrics import majority
+
+    task = get_task(spec.task)
+    if task.is_regression:
+        return None
+    train, dev = task.load("train", spec.data_dir).labels, task.load(split, spec.data_dir).labels
+    return majority(metric, train[: spec.train_limit], dev[: spec.dev_limit])["score"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import PrivnluError
-from .dataset import TextDataset, check_texts, read_utf8
+from .dataset import TextDataset, check_texts, read_utf8, regression_value
 
 csv.field_size_limit(2**31 - 1)
 
@@ -69,10 +69,7 @@ def read_glue_split(
             raise PrivnluError(f"{path}:{lineno}: malformed row, {len(r)} columns where {need} are needed")
         raw_label = r[il].strip()
         if regression:
-            try:
-                labels.append(float(raw_label))
-            except ValueError:
-                raise PrivnluError(f"{path}:{lineno}: label '{raw_label}' is not a number") from None
+            labels.append(regression_value(raw_label, f"{path}:{lineno}"))
         else:
             if raw_label not in lookup:
                 raise PrivnluError(

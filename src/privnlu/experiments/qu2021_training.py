@@ -18,6 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..errors import PrivnluError, require
+from ..schemas import display_name
 from .registry import Point, Recipe, RunContext, register
 
 PAPER = "qu2021"
@@ -26,11 +27,11 @@ MODES = ("null", "sequence", "token", "text")
 IGNORED = ("data_dir",)
 
 
-def _model_name(model: str | None) -> str | None:
+def _model_name(model: str | dict | None) -> str | None:
     """A fine-tuning run's starting encoder: None (packaged MiniLM) or the pretraining stage it comes from."""
     if not model or model == "packaged MiniLM":
         return None
-    p = Path(model)
+    p = Path(display_name(model))  # a path, or a record's reference {"name", "sha256"}
     return p.parent.name if p.name == "encoder" else p.name
 
 
@@ -95,7 +96,9 @@ def finetune_run(task: str, config, *, model: str | None, train_limit: int | Non
     export_dchi_model(ctx.out / ".models" / name, record=rec, model=res.model, encoder=prep.encoder,
                       label_names=prep.task.label_names, pair=prep.pair, base_model=model)
     payload_file.unlink(missing_ok=True)
-    (ctx.out / f".{ctx.scratch.stem}.ckpt.pt").unlink(missing_ok=True)
+    from ..models.checkpoint import remove as remove_checkpoint
+
+    remove_checkpoint(ctx.out / f".{ctx.scratch.stem}.ckpt.pt")  # its .safetensors and .json
     return rec
 
 

@@ -137,9 +137,56 @@ def run_point(name: str, opts: dict, point_name: str, out: str, machine: Machine
 
 
 def summary(rec: dict) -> str:
+    """What a point's record found, in one line."""
     if "score" in rec:
         return f"{rec.get('metric', 'score')} {rec['score']:.2f}"
+    if isinstance(rec.get("conditions"), dict):  # an attack: its first metric or each method's success
+        parts = []
+        for name, c in rec["conditions"].items():
+            if "methods" in c:
+                parts.append(f"{name} " + "/".join(f"{m} {v['success']:.0f}%" for m, v in c["methods"].items()
+                                                   if "success" in v))
+            elif c.get("metrics"):
+                metric, value = next(iter(c["metrics"].items()))
+                parts.append(f"{name} {metric} {value:.1f}")
+        return "; ".join(parts) or str(rec.get("kind", ""))
+    if rec.get("kind") == "dchi":
+        from ..attacks.dchi_analysis import headline
+
+        lines = headline(rec)
+        return lines[0] + (f" (+{len(lines) - 1} more)" if len(lines) > 1 else "") if lines else "dchi"
+    if isinstance(rec.get("results"), list) and rec["results"] and "eps_lb" in rec["results"][0]:
+        return "; ".join(f"eps_lb {r['eps_lb']:.3g} vs claimed {r['claimed_epsilon']:.3g}: {r['verdict']}"
+                         for r in rec["results"][:2])
+    if "epsilon_lb" in rec:
+        return f"eps_lb {rec['epsilon_lb']:.3g} vs claimed {rec.get('claimed_epsilon')}"
+    if isinstance(rec.get("success"), dict):  # per method
+        return "; ".join(f"{m} success {v['success']:.0f}%" for m, v in rec["success"].items() if "success" in v)
     return str(rec.get("kind", ""))
+
+
+def _show(lines: list[str]) -> None:
+    if lines:
+        print("\n".join(lines), flush=True)
+
+
+#: point summaries ``privnlu reproduce`` prints at the end (the rest are in the records)
+HEADLINE_POINTS = 8
+
+
+def headline(out: Path, names: list[str]) -> list[str]:
+    """A few lines: what the recipe's records in ``out`` found, one point a line."""
+    from ..io import read_json
+
+    lines = []
+    for name in names[:HEADLINE_POINTS]:
+        try:
+            lines.append(f"  {name}: {summary(read_json(out / f'{name}.json'))}")
+        except (OSError, ValueError, KeyError, TypeError, PrivnluError):
+            continue
+    if len(names) > HEADLINE_POINTS:
+        lines.append(f"  ... and {len(names) - HEADLINE_POINTS} more points in {out}")
+    return lines
 
 
 def _init_worker(threads: int, quiet: bool) -> None:
@@ -231,6 +278,7 @@ def reproduce(name: str, given: dict, *, out: str | Path | None = None, machine:
     write_script(out, command, names, say)
     if not todo:
         say(f"{recipe.name}: all {len(done)} points done in {out}")
+        _show(headline(out, names))
         return []
     if threads and jobs == 1:
         import torch
@@ -240,6 +288,7 @@ def reproduce(name: str, given: dict, *, out: str | Path | None = None, machine:
     t0 = time.time()
     execute(recipe.name, opts, out, todo, {p.name for p in done}, machine, jobs=jobs, threads=threads or 1, say=say)
     say(f"{recipe.name}: {len(todo)} points in {time.time() - t0:.0f} s; results in {out}")
+    _show(headline(out, names))
     return [p.name for p in todo]
 
 

@@ -6,6 +6,9 @@ points here::
     [tool.flwr.app.components]
     serverapp = "privnlu.federated.app:server_app"
     clientapp = "privnlu.federated.app:client_app"
+
+With ``secagg = true`` in the run config the ServerApp runs Flower's ``SecAggPlusWorkflow`` each round, and the
+ClientApp answers it through ``secaggplus_mod``, which every privnlu ClientApp carries (:mod:`.secagg_plus`).
 """
 
 from .client import make_client_app

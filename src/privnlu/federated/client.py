@@ -39,6 +39,7 @@ from ..training.trainer import evaluate
 from .config import FederatedConfig, client_pool_sizes
 from .data import ClientData, cached_features, labels_tensor, load_client_data, load_dev, shard_indices
 from .model import FederatedModel, build_model, frozen_encoder, tensors_to_record
+from .secagg_plus import secagg_plus_mod
 
 POOL_KEY = "privnlu-texthide-pool"
 PARTITION_KEY = "partition-id"
@@ -159,29 +160,29 @@ def replay_batch(cfg: FederatedConfig, partition: int, rnd: int) -> tuple[list[s
 
 def client_update(cfg: FederatedConfig, partition: int, state: RecordDict, rnd: int, arrays: ArrayRecord, *,
                   node_id: int | None = None, participants: list[int] | None = None) -> RecordDict:
-    """What client ``partition`` sends back for round ``rnd`` (the whole reply content). With local noise the
-    gradient is clipped and noised here; with secure aggregation only its masked share leaves (``node_id`` and
-    the round's ``participants`` name the mask pairs)."""
+    """What client ``partition`` sends back for round ``rnd`` (the whole reply content). With client DP-SGD
+    (:mod:`.client_dp`) the gradient or the local steps are DP-SGD's; with local noise the gradient is clipped and
+    noised here; with secure aggregation (:mod:`.secagg_plus`) Flower's SecAgg+ mod masks this reply.
+    ``node_id`` and ``participants`` are unused."""
     client = TextHideClient(cfg, partition, state, rnd)
     client.model.load_arrays(arrays)
+    dp = None
+    if cfg.client_dp_epsilon:  # sample-level DP: no loss leaves the client (the noise does not cover it)
+        from .client_dp import ClientDPRound
+
+        dp = ClientDPRound(client, cfg, client_rng(cfg, partition, "client-dp", rnd).words(2))
     if cfg.algorithm == "fedsgd":
-        grads, loss, b = client.gradient()
+        grads, loss, b = dp.gradient() if dp is not None else client.gradient()
         if cfg.local_noise:
             from .local_noise import add_local_noise
 
             grads = add_local_noise(grads, clip=cfg.local_clip, multiplier=cfg.local_noise,
                                     rng=client_rng(cfg, partition, "local-noise", rnd))
-        if cfg.secagg:
-            from .secagg import mask_reply
-
-            if node_id is None or not participants:
-                raise PrivnluError("secure aggregation: the server sent no participant list")
-            return mask_reply(grads, loss, b, node_id=node_id, participants=participants, rnd=rnd, state=state)
         return RecordDict({"gradients": tensors_to_record(grads),
-                           "metrics": MetricRecord({"num-examples": b, "train-loss": loss})})
-    loss, seen = client.local_steps()
+                           "metrics": MetricRecord({"num-examples": b, **({} if dp else {"train-loss": loss})})})
+    loss, seen = dp.local_steps() if dp is not None else client.local_steps()
     return RecordDict({"arrays": client.model.to_arrays(),
-                       "metrics": MetricRecord({"num-examples": seen, "train-loss": loss})})
+                       "metrics": MetricRecord({"num-examples": seen, **({} if dp else {"train-loss": loss})})})
 
 
 def client_evaluate(cfg: FederatedConfig, partition: int, state: RecordDict, arrays: ArrayRecord) -> RecordDict:
@@ -222,7 +223,7 @@ def node_partition(context: Context, cfg: FederatedConfig) -> int:
 
 def make_client_app(cfg: FederatedConfig | None = None, *, mods: tuple = ()) -> ClientApp:
     """A ClientApp; ``cfg=None`` reads the settings from Flower's run config (deployment)."""
-    app = ClientApp(mods=list(mods))
+    app = ClientApp(mods=[*mods, secagg_plus_mod])  # SecAgg+ messages (--secagg) go through Flower's mod
 
     @app.train()
     def train(msg: Message, context: Context) -> Message:

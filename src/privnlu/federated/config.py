@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import MISSING, asdict, dataclass, fields
 
-from ..errors import PrivnluError, require_choice
+from ..errors import PrivnluError, require, require_choice
 from ..options import OPTIONS
 from ..params import INF, POS_INT, Option, Range, check_k, m_label, param, parse_m
 from ..schemes import Scheme, canonical, create, get, names
@@ -99,17 +99,33 @@ class FederatedConfig:
     dp_delta: float = param(OPTIONS["delta"].but(dest="dp_delta", default=1e-5, help="delta of the client-level DP "
                                                                                     "guarantee",
                                                  group="client-level DP"))
-    secagg: bool = param(Option("secagg", "--secagg", "secure aggregation (fedsgd, --backend inprocess): clients send "
-                                "pairwise-masked gradients and the server sees only their sum (privnlu's in-process "
-                                "masking, not Flower's SecAgg+)", kind="flag", group="client-side protection"))
-    local_clip: float = param(Option("local_clip", "--local-clip", "each client clips its gradient to L2 norm C "
-                                     "before sending (with --local-noise)", float, default=0.0, metavar="C",
-                                     range=Range(lo=0, hi=1e12, note="0 = no local clipping"),
-                                     group="client-side protection"))
-    local_noise: float = param(Option("local_noise", "--local-noise", "each client adds N(0, (Z*C)^2) to every "
-                                      "coordinate it sends", float, default=0.0, metavar="Z",
-                                      range=Range(lo=0, hi=1e6, note="0 = no local noise"),
-                                      group="client-side protection"))
+    secagg: bool = param(Option("secagg", "--secagg", "secure aggregation with Flower's SecAgg+ (fedsgd, 2-255 "
+                                "clients, every backend and --deploy; on by default in --mode joint): the server sees "
+                                "only the sum of the clients' gradients, and a client that drops out mid-round is "
+                                "unmasked from the others' shares",
+                                kind="flag", group="client-side protection"))
+    unprotected: bool = param(Option(
+        "unprotected", "--unprotected", "joint mode without secure aggregation. UNSAFE: the server and any "
+        "eavesdropper get each client's encoder gradient, from which the span attack (`privnlu attack gradient "
+        "--method span`) recovers its sentences (default: SecAgg+ with fedsgd and 2 or more clients)", kind="flag",
+        group="client-side protection"))
+    client_dp_epsilon: float = param(Option(
+        "client_dp_epsilon", "--client-dp-epsilon", "client-side DP-SGD: each client trains with Poisson sampling, "
+        "per-example clipping and Gaussian noise calibrated so that everything it sends over all --rounds is "
+        "(epsilon, delta)-DP for each of its examples (worst case: it takes part in every round)", float, default=0.0,
+        range=Range(lo=0, hi=1000.0, note="0 = off"), group="sample-level DP (client-side DP-SGD)"))
+    client_dp_delta: float = param(Option(
+        "client_dp_delta", "--client-dp-delta", "delta of each client's guarantee", float, default=0.0,
+        range=Range(lo=0, hi=1, hi_open=True, note="0 = 1/(10 n_c), n_c the client's examples"),
+        group="sample-level DP (client-side DP-SGD)"))
+    client_dp_clip: float = param(Option(
+        "client_dp_clip", "--client-dp-clip", "per-example gradient clipping norm C of client DP-SGD", float,
+        default=1.0, metavar="C", range=Range(lo=0, hi=1e12, lo_open=True),
+        group="sample-level DP (client-side DP-SGD)"))
+    # whole-update noise without accounting: a measurement knob for the attack recipes, not a command-line option
+    # (privnlu federated refuses --local-noise and points to --client-dp-epsilon)
+    local_clip: float = 0.0
+    local_noise: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "m", m_label(parse_m(self.m)))
@@ -148,12 +164,13 @@ class FederatedConfig:
         if self.eval_every < 0 or self.checkpoint_every < 0:
             raise PrivnluError("--eval-every and --checkpoint-every must be >= 0")
         if self.train_limit < 0 or self.dev_limit < 0:
-            raise PrivnluError("limits must be >= 1")
+            raise PrivnluError("--train-limit and --dev-limit must be >= 1 (unset: every example)")
         if not 0 <= self.dropout < 1:
             raise PrivnluError(f"dropout must be in [0, 1), not {self.dropout}")
         hidden_sizes(self.hidden)
         self._check_dp()
         self._check_client_side()
+        self._check_client_dp()
         client_pool_sizes(self.m, self.clients, self.pool_sizes)
 
     def _check_dp(self) -> None:
@@ -171,16 +188,36 @@ class FederatedConfig:
 
     def _check_client_side(self) -> None:
         if (self.secagg or self.local_noise or self.local_clip) and self.algorithm != "fedsgd":
-            raise PrivnluError("--secagg and --local-noise apply to --algorithm fedsgd (clients send gradients)")
+            raise PrivnluError("--secagg (and local noise) apply to --algorithm fedsgd (clients send gradients)")
+        if self.unprotected and (self.secagg or self.mode != "joint"):
+            raise PrivnluError("--unprotected turns off the secure aggregation of --mode joint: drop --secagg or "
+                               "--unprotected" if self.secagg else "--unprotected applies to --mode joint only")
         if self.secagg and self.dp_clip:
             raise PrivnluError("--dp-clip clips each client's gradient on the server, which --secagg hides from it; "
-                               "use --local-noise (client-side) with --secagg")
+                               "use --client-dp-epsilon (client-side DP-SGD) with --secagg")
         if bool(self.local_noise) != bool(self.local_clip):
             raise PrivnluError("--local-noise Z needs --local-clip C (the noise std is Z * C), and vice versa")
         for name in ("local_noise", "local_clip"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
-                raise PrivnluError(f"--{name.replace('_', '-')} must be >= 0, not {v}")
+                raise PrivnluError(f"{name.replace('_', ' ')} must be >= 0, not {v}")
+
+    def _check_client_dp(self) -> None:
+        """One-line errors for client DP-SGD settings (:mod:`.client_dp`), before anything runs."""
+        for name in ("client_dp_epsilon", "client_dp_delta", "client_dp_clip"):
+            v = getattr(self, name)
+            require(math.isfinite(v) and v >= 0, f"--{name.replace('_', '-')} must be >= 0, not {v}")
+        if not self.client_dp_epsilon:
+            if self.client_dp_delta:
+                raise PrivnluError("--client-dp-delta needs --client-dp-epsilon (client-side DP-SGD)")
+            return
+        require(self.client_dp_clip > 0, f"--client-dp-clip must be > 0, not {self.client_dp_clip}")
+        require(self.client_dp_delta < 1, f"--client-dp-delta must be in (0, 1), not {self.client_dp_delta}")
+        if self.privacy.release != "none" and self.k != 1:
+            raise PrivnluError(f"client DP-SGD bounds each example's gradient, but TextHide with k = {self.k} mixes k "
+                               "examples into each row: use --scheme none or k = 1")
+        if self.local_noise:
+            raise PrivnluError("client DP-SGD already noises every message; drop the local-noise knob")
 
     @property
     def privacy(self) -> Scheme:
@@ -191,7 +228,8 @@ class FederatedConfig:
     def label(self) -> str:
         """The run's name: task, algorithm, the pool point (or ``baseline``) and the number of clients."""
         point = "baseline" if self.privacy.release == "none" else f"m{self.m}-k{self.k}"
-        return f"{self.task}-{self.algorithm}-{point}-c{self.clients}"
+        cdp = f"-cdp{self.client_dp_epsilon:g}" if self.client_dp_epsilon else ""
+        return f"{self.task}-{self.algorithm}-{point}-c{self.clients}{cdp}"
 
     @property
     def dp_noise_multiplier(self) -> float:

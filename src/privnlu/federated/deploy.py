@@ -2,10 +2,15 @@
 
 The processes are Flower's own (see docs/design/federated.md)::
 
-    flower-superlink --insecure                                   # the server machine
-    flower-supernode --insecure --superlink SERVER:9092 \\
+    flower-superlink --insecure --host 0.0.0.0 --port 8000       # the server machine (Fleet and Control API)
+    flower-supernode --insecure --superlink SERVER:8000 \\
         --node-config "partition-id=0 num-partitions=2" --port 9094  # one per client machine
-    privnlu federated --deploy --superlink SERVER:9093 --clients 2 ...  # submits the run
+    privnlu federated --deploy --superlink SERVER:8000 --clients 2 ...  # submits the run
+
+Flower's processes start ``flower-superexec`` and ``flwr-serverapp``/``flwr-clientapp`` from ``PATH`` (activate the
+environment first); ``--disable-runtime-dependency-installation`` keeps the SuperLink from calling ``uv sync``
+on a machine without an index. With ``--secagg`` the same apps run Flower's SecAgg+ (:mod:`.secagg_plus`): the
+ServerApp drives ``SecAggPlusWorkflow`` and every ClientApp carries ``secaggplus_mod``.
 
 :func:`write_app` writes ``pyproject.toml`` (components ``privnlu.federated.app:server_app`` /
 ``client_app`` and the run settings as ``[tool.flwr.app.config]``) and a private Flower
@@ -26,6 +31,7 @@ from ..io import write_text_atomic
 from .config import FederatedConfig
 
 CONNECTION = "privnlu"
+CLIENTAPP = "privnlu.federated.app:client_app"
 
 
 def _toml_value(v) -> str:
@@ -39,13 +45,14 @@ def _toml_value(v) -> str:
 def check_address(address: str) -> str:
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise PrivnluError(f"--superlink must be HOST:PORT (the SuperLink's Control API, e.g. 127.0.0.1:9093), not '{address}'")
+        raise PrivnluError(f"--superlink must be HOST:PORT (the SuperLink's Control API, e.g. 127.0.0.1:8000), not '{address}'")
     return address
 
 
 def write_app(app_dir: Path, cfg: FederatedConfig, *, superlink: str, out: Path, resume: bool, record_wire: int,
-              round_timeout: float, insecure: bool = True) -> Path:
-    """Write the Flower app folder and its FLWR_HOME; return the app folder."""
+              round_timeout: float, insecure: bool = True, clientapp: str = CLIENTAPP) -> Path:
+    """Write the Flower app folder and its FLWR_HOME; return the app folder (``clientapp``: another ClientApp
+    object, ``module:attribute``, e.g. privnlu's wrapped with extra mods in a module of the app folder)."""
     check_address(superlink)
     settings = {k.replace("_", "-"): v for k, v in cfg.to_run_config().items()}
     settings.update({"out": str(out.resolve()), "resume": resume, "record-wire": record_wire, "round-timeout": round_timeout})
@@ -56,7 +63,7 @@ def write_app(app_dir: Path, cfg: FederatedConfig, *, superlink: str, out: Path,
         'description = "Federated TextHide (privnlu) on Flower"', 'license = "Apache-2.0"', "",
         "[tool.flwr.app]", 'publisher = "privnlu"', "",
         "[tool.flwr.app.components]", 'serverapp = "privnlu.federated.app:server_app"',
-        'clientapp = "privnlu.federated.app:client_app"', "",
+        'clientapp = ' + _toml_value(clientapp), "",
         "[tool.flwr.app.config]", *[f"{k} = {_toml_value(v)}" for k, v in settings.items()], "",
     ]
     write_text_atomic(app_dir / "pyproject.toml", "\n".join(lines))
@@ -76,10 +83,10 @@ def flwr_executable() -> str:
 
 
 def deploy(cfg: FederatedConfig, *, out: Path, superlink: str, app_dir: Path | None, resume: bool, record_wire: int,
-           round_timeout: float) -> int:
+           round_timeout: float, clientapp: str = CLIENTAPP) -> int:
     """Submit the run to the SuperLink with ``flwr run`` and stream its log; results land in ``out`` on the server."""
     app = write_app(app_dir or out / "flower_app", cfg, superlink=superlink, out=out, resume=resume,
-                    record_wire=record_wire, round_timeout=round_timeout)
+                    record_wire=record_wire, round_timeout=round_timeout, clientapp=clientapp)
     env = {**os.environ, "FLWR_HOME": str((app / ".flwr").resolve())}
     cmd = [flwr_executable(), "run", str(app), CONNECTION, "--stream"]
     sys.stderr.write("privnlu federated --deploy: " + " ".join(cmd) + "\n")

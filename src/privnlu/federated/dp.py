@@ -21,8 +21,8 @@ whatever its batch size), and a client that drops out still counts in ``n``
 
 What this protects: the *global model* (and anything computed from it) against
 inference about one client. It does not hide a client's own gradient from an
-eavesdropper on the wire: clipping happens on the server (TextHide is what protects
-the wire). The noise is drawn from :class:`~privnlu.rng.SecretGenerator`.
+eavesdropper on the wire: clipping happens on the server (client-side DP-SGD,
+:mod:`.client_dp`, is what bounds what the wire carries, per example). The noise is drawn from :class:`~privnlu.rng.SecretGenerator`.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ for tests; it does not exercise Flower's transport.
 
 from __future__ import annotations
 
+import copy
+
 from flwr.app import Context, Error, Message, RecordDict
 from flwr.serverapp import Grid
 
@@ -26,6 +28,13 @@ def ensure_task_identity() -> None:
             getattr(TaskIdentity, name)
         except RuntimeError:
             setattr(TaskIdentity, name, 1)
+
+
+def _delivered(msg: Message) -> Message:
+    """The message as its node receives it: same metadata, its own copy of the content."""
+    out = copy.copy(msg)
+    out.content = copy.deepcopy(msg.content)
+    return out
 
 
 class InProcessGrid(Grid):
@@ -65,11 +74,12 @@ class InProcessGrid(Grid):
         replies = []
         for msg in messages:
             nid = msg.metadata.dst_node_id
-            rnd = int(msg.content["config"]["server-round"])
+            cfg = msg.content.config_records.get("config")  # SecAgg+ stage messages carry the round as group id
+            rnd = int(cfg["server-round"]) if cfg is not None and "server-round" in cfg else int(msg.metadata.group_id or 0)
             if self.alive is not None and not self.alive(nid, rnd):
                 continue
-            try:
-                replies.append(self.app(msg, self.contexts[nid]))
+            try:  # a copy, as a transport would deliver it (Flower may send one content object to every node)
+                replies.append(self.app(_delivered(msg), self.contexts[nid]))
             except Exception as exc:  # noqa: BLE001 - mimic Flower's runtime
                 replies.append(Message(Error(code=0, reason=f"{type(exc).__name__}: {exc}"), reply_to=msg))
         return replies

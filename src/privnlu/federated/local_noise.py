@@ -1,4 +1,4 @@
-"""Client-side (local) Gaussian noise: each client perturbs its own gradient before it leaves the device.
+"""Whole-update Gaussian noise (measurement knob): a client perturbs its own gradient before it leaves the device.
 
     g~_c = clip_C(g_c) + N(0, (z C)^2 I)        on every coordinate of every array sent
 
@@ -6,9 +6,10 @@
 client's :class:`~privnlu.rng.SecretGenerator`). Unlike server-side DP-FedSGD (``--dp-clip``), whose
 noise is added after the server has received the raw gradients, this noise is on the wire. It must be
 dense: noise added only to the non-zero rows would still show which rows (which token ids) are non-zero.
-No DP guarantee is claimed for it here (the per-round epsilon of one client's message would be that of a
-Gaussian mechanism with sensitivity ``2C`` and noise ``zC``); docs/papers/huang2020.md measures what it
-does to the embedding-gradient attack.
+No DP guarantee is claimed for it, and it is not a privacy option: ``privnlu federated`` refuses
+``--local-noise`` and points to ``--client-dp-epsilon`` (:mod:`.client_dp`, client-side DP-SGD with per-example
+clipping and accounting). It stays a measurement knob (the config fields ``local_clip``/``local_noise``) that the
+attack recipes use to show what whole-update noise on the wire does to an attack.
 """
 
 from __future__ import annotations

@@ -1,30 +1,18 @@
-"""Secure aggregation (in-process, pairwise additive masking): the server sees only the sum of the clients' gradients.
+"""A TEST DOUBLE of secure aggregation: pairwise additive masking with seeds dealt out of band.
 
-This is NOT Flower's SecAgg+ (``SecAggPlusWorkflow`` / ``secaggplus_mod``): in flwr 1.41 that workflow
-runs on the legacy ``LegacyContext`` / ``FitIns`` API, not on the Message-API strategies privnlu's
-ServerApp uses. It is the masking core of SecAgg (Bonawitz et al. 2017), honestly reduced:
+No privnlu run uses this module: ``privnlu federated --secagg`` runs Flower's SecAgg+ (:mod:`.secagg_plus`), with
+key agreement through the server and Shamir shares that survive a dropout. This is the masking core of SecAgg
+(Bonawitz et al. 2017) only, kept for tests and for reading masked replies in captures recorded by earlier
+versions (:func:`decode`, :data:`RECORD`; :mod:`privnlu.attacks.embedding_leak` attacks such replies one by one and
+summed):
 
 * every pair of clients ``(i, j)`` shares a secret seed ``s_ij`` (256 bits from
-  :class:`~privnlu.rng.SecretGenerator`). Here the seeds are *dealt out of band* when the in-process
-  clients are created (:func:`deal_pair_seeds`, kept in each node's private ``Context.state``,
-  never in a message), standing in for SecAgg's Diffie-Hellman key agreement through the server;
-* each round client ``i`` encodes ``(b_i g_i, b_i, b_i loss_i)`` in fixed point (``2^40`` units, int64)
-  and sends, modulo ``2^64``,
-
-      y_i = q_i + sum_{j > i} PRG(s_ij, t) - sum_{j < i} PRG(s_ji, t)
-
-  over the round's participants (the server announces them), ``PRG`` = SHAKE-256. Each ``y_i`` on its own is
-  uniformly distributed (one-time pad), and ``sum_i y_i = sum_i q_i`` (mod ``2^64``) because every mask
-  appears once with each sign;
-* the server adds the replies and decodes ``sum_i b_i g_i / sum_i b_i``, the FedSGD average.
-
-Not implemented: SecAgg's Shamir shares of the seeds, so a participant that drops out makes the round's
-sum undecodable; that round is skipped (the model stays ``W_t``). Malicious servers (announcing
-different participant lists, or a list of one) are out of scope, as in SecAgg's honest-but-curious model.
-
-What it protects: no single client's gradient is visible, to the server or on the wire. What it does
-not: the *sum* is revealed, and the embedding-gradient leak of the sum is the union of all
-participants' token sets (see docs/design/federated.md).
+  :class:`~privnlu.rng.SecretGenerator`), dealt out of band (:func:`deal_pair_seeds`, into each node's private
+  ``Context.state``), standing in for a key agreement;
+* client ``i`` encodes ``(b_i g_i, b_i, b_i loss_i)`` in fixed point (``2^40`` units, int64) and sends, modulo
+  ``2^64``, ``y_i = q_i + sum_{j > i} PRG(s_ij, t) - sum_{j < i} PRG(s_ji, t)`` (``PRG`` = SHAKE-256), so that each
+  ``y_i`` is uniform and ``sum_i y_i = sum_i q_i`` (:func:`mask_reply`, :func:`unmask_sum`);
+* no seed recovery: a missing participant makes the sum undecodable.
 """
 
 from __future__ import annotations
@@ -34,12 +22,10 @@ from collections.abc import Iterable
 
 import numpy as np
 import torch
-from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
-from flwr.serverapp import Grid
+from flwr.app import Array, ArrayRecord, RecordDict
 
 from ..errors import PrivnluError
 from ..rng import SecretGenerator
-from .strategy import TextHideFedSGD
 
 SEEDS_KEY = "privnlu-secagg-pair-seeds"
 PARTICIPANTS = "secagg-participants"
@@ -86,8 +72,8 @@ def mask_reply(grads: dict[str, torch.Tensor], loss: float, b: int, *, node_id: 
                rnd: int, state) -> RecordDict:
     """Client side: the masked record ``y_i`` for ``(b g, b, b loss)``; nothing else goes back."""
     if SEEDS_KEY not in state:
-        raise PrivnluError("secure aggregation needs pairwise seeds dealt to the clients; only --backend inprocess "
-                           "deals them (Flower's SecAgg+ key agreement is not wired in)")
+        raise PrivnluError("the pairwise-masking test double needs pairwise seeds dealt to the clients "
+                           "(deal_pair_seeds)")
     if node_id not in participants:
         raise PrivnluError(f"node {node_id} is not among the round's secure-aggregation participants")
     seeds = {int(p): np.array(a.numpy(), copy=True) for p, a in state[SEEDS_KEY].items()}
@@ -114,34 +100,3 @@ def unmask_sum(records: Iterable[ArrayRecord]) -> dict[str, np.ndarray]:
             v = np.asarray(a.numpy(), dtype=np.uint64)
             total[name] = v.copy() if name not in total else total[name] + v
     return {n: decode(v) for n, v in total.items()}
-
-
-class SecAggFedSGD(TextHideFedSGD):
-    """FedSGD whose server sees only ``sum_i y_i``: the clients' masked records, added and decoded."""
-
-    expected: list[int] = []
-
-    def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid) -> Iterable[Message]:
-        msgs = list(super().configure_train(server_round, arrays, config, grid))
-        self.expected = sorted(m.metadata.dst_node_id for m in msgs)
-        for m in msgs:
-            m.content[self.configrecord_key][PARTICIPANTS] = list(self.expected)
-        return msgs
-
-    def aggregate_train(self, server_round: int, replies: Iterable[Message]):
-        ok = [r for r in replies if not r.has_error() and RECORD in r.content.array_records]
-        got = sorted(r.metadata.src_node_id for r in ok)
-        self.last_train_metrics = None
-        if not ok or got != self.expected:
-            import warnings
-
-            warnings.warn(f"secure aggregation: round {server_round + self.round_offset} has replies from "
-                          f"{len(got)} of {len(self.expected)} participants; without SecAgg+'s seed recovery the "
-                          "masks do not cancel, so the round is skipped", RuntimeWarning, stacklevel=2)
-            return None, None
-        total = unmask_sum(r.content[RECORD] for r in ok)
-        n = total.pop(NUM_EXAMPLES)[0]
-        loss = total.pop(LOSS_SUM)[0] / n
-        self.apply_gradient({k: torch.from_numpy(v / n).float() for k, v in total.items()})
-        self.last_train_metrics = MetricRecord({"num-examples": int(round(n)), "train-loss": float(loss)})
-        return self.arrays(), self.last_train_metrics

@@ -50,7 +50,8 @@ def flower_log(verbose: bool):
 
 
 def run_inprocess(cfg: FederatedConfig, *, out: Path | None = None, resume: bool = False, wire: WireLog | None = None,
-                  round_timeout: float = 600.0, checked: bool = False, verbose: bool = False) -> dict:
+                  round_timeout: float = 600.0, checked: bool = False, verbose: bool = False,
+                  client_mods: tuple = ()) -> dict:
     """Run ``cfg`` with the ServerApp loop and ``cfg.clients`` ClientApps in this process (no Ray):
     the same server and client code, sequential clients; for long runs on few cores."""
     from .inprocess import InProcessGrid
@@ -58,11 +59,7 @@ def run_inprocess(cfg: FederatedConfig, *, out: Path | None = None, resume: bool
 
     if not checked:
         preflight(cfg)
-    grid = InProcessGrid(make_client_app(cfg), cfg.clients)
-    if cfg.secagg:
-        from .secagg import deal_pair_seeds
-
-        deal_pair_seeds(list(grid.contexts), {n: c.state for n, c in grid.contexts.items()})
+    grid = InProcessGrid(make_client_app(cfg, mods=client_mods), cfg.clients)
     with flower_log(verbose):
         return run_server(grid, cfg, out=out, resume=resume, wire=wire, round_timeout=round_timeout)
 
@@ -72,10 +69,6 @@ def run_simulation(cfg: FederatedConfig, *, out: Path | None = None, resume: boo
                    round_timeout: float = 600.0, checked: bool = False) -> dict:
     """Run ``cfg`` with ``cfg.clients`` virtual SuperNodes and return the results record."""
     from flwr.simulation import run_simulation as flwr_run_simulation
-
-    if cfg.secagg:
-        raise PrivnluError("--secagg runs with --backend inprocess only (it deals the pairwise mask seeds to in-process "
-                           "clients; Flower's SecAgg+ workflow is not wired in)")
 
     if not checked:
         preflight(cfg)

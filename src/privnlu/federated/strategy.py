@@ -14,7 +14,8 @@ gives the paper's ``W_{t+1} = W_t - eta g_t``) and sends ``W_{t+1}`` next round.
 
 The FedAvg option is Flower's FedAvg itself, with clients taking several local
 steps. Extras wrap either strategy in Flower's usual way (both are ordinary
-``Strategy`` objects); client-level DP for FedSGD is :class:`~.dp.DPFedSGD`.
+``Strategy`` objects); client-level DP for FedSGD is :class:`~.dp.DPFedSGD`, and secure aggregation
+with Flower's SecAgg+ is :class:`~.secagg_plus.SecAggPlusFedSGD`.
 Failed replies (a crashed client) are dropped by FedAvg's reply checks and the
 round goes on with the rest.
 """

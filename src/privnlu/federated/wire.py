@@ -28,6 +28,7 @@ from flwr.serverapp import Grid
 
 from ..errors import PrivnluError
 from ..io import is_pickle, write_atomic
+from ..schemas import check_arrays, check_header
 
 FORMAT = "privnlu-wire-v2"
 WIRE_FILE = "wire.safetensors"
@@ -101,7 +102,8 @@ def _json_value(obj):
 
 
 def load_capture(path: str | Path) -> WireLog:
-    """Read a capture written by :meth:`WireLog.save`. Never unpickles: a pickle is refused."""
+    """Read a capture written by :meth:`WireLog.save`, validated (:mod:`privnlu.schemas.wire`). Never unpickles: a
+    pickle is refused."""
     from safetensors import safe_open
 
     path = Path(path)
@@ -110,20 +112,30 @@ def load_capture(path: str | Path) -> WireLog:
     if is_pickle(path):
         raise PrivnluError(f"{path}: a pickle; privnlu never unpickles a wire capture (it could run code). "
                            "Re-record it with this version (privnlu federated --record-wire writes wire.safetensors)")
+    not_capture = f"{path}: not a privnlu wire capture (privnlu federated --record-wire)"
     try:
-        with safe_open(str(path), framework="numpy") as f:
+        f = safe_open(str(path), framework="numpy")
+    except Exception:
+        raise PrivnluError(not_capture) from None
+    with f:
+        try:
             header = f.metadata() or {}
             if header.get("format") != FORMAT:
                 raise ValueError
             meta = json.loads(header["entries"])
-            log = WireLog(0, meta["sent"], meta["received"])
+        except Exception:
+            raise PrivnluError(not_capture) from None
+        check_header(meta, file=path)  # every entry's fields, before any array is read
+        log = WireLog(0, meta["sent"], meta["received"])
+        try:
             for side in ("sent", "received"):
                 for i, entry in enumerate(getattr(log, side)):
                     if "arrays" in entry:
                         entry["arrays"] = {rec: {n: f.get_tensor(f"{side}/{i}/{rec}/{n}") for n in names}
                                            for rec, names in entry["arrays"].items()}
-    except Exception:
-        raise PrivnluError(f"{path}: not a privnlu wire capture (privnlu federated --record-wire)") from None
+        except Exception:
+            raise PrivnluError(f"{path}: an array the header lists is missing from the file") from None
+    check_arrays(log.sent, log.received, file=path)  # finite, and each reply shaped like the round's model
     return log
 
 

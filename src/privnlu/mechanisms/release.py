@@ -24,6 +24,7 @@ import torch
 
 from ..errors import PrivnluError
 from ..io import is_pickle, write_atomic, write_secret
+from ..schemas import check_payload
 from .texthide import TextHide, m_label
 
 #: the safetensors header key holding the payload's JSON metadata
@@ -50,7 +51,8 @@ class SharedPayload:
 
     @classmethod
     def load(cls, path: str | Path) -> "SharedPayload":
-        """Read a safetensors payload; a pickle is refused (:data:`PICKLE_REFUSED`), never loaded."""
+        """Read a safetensors payload, validated (:mod:`privnlu.schemas.payload`) before it is returned; a pickle is
+        refused (:data:`PICKLE_REFUSED`), never loaded."""
         from safetensors import safe_open
 
         path = Path(path)
@@ -66,6 +68,7 @@ class SharedPayload:
             raise PrivnluError(f"{path}: not a privnlu encoding file") from None
         if not isinstance(meta, dict):
             raise PrivnluError(f"{path}: not a privnlu encoding file (metadata is not a JSON object)")
+        check_payload(meta, x, y, file=path)  # types, ranges, shapes against the metadata, finiteness
         return cls(x, y, meta)
 
 

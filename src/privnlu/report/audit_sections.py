@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import html
 from collections import defaultdict
 
-from ..audit.frontier import Point, pareto_front, recommend
+from ..audit.frontier import NO_USEFUL_UTILITY, Point, pareto_front, recommend, useful
 from ..schemes import canonical, get, names
+from .markup import Markup, bullets, heading, join, para
 from .registry import Context, md_table, section, table
 
 HEAD = ["scheme", "setting", "utility", "worst threat: re-identified % (95 % CI)", "released data: re-identified %",
@@ -41,7 +41,8 @@ def _own(r: dict) -> str:
     if "token_survival" in o:
         parts.append(f"token survival {100 * o['token_survival']:.1f} %")
     if "keyless_abs_head" in o:
-        parts.append(f"keyless abs(x~) head {o['keyless_abs_head']:.1f}")
+        beats = f", beats the owner's {r['utility']:.1f}" if o["keyless_abs_head"] > r["utility"] else ""
+        parts.append(f"keyless abs(x~) head {o['keyless_abs_head']:.1f}{beats}")
     if "reconstruction_success" in o:
         parts.append(f"reconstruction {o['reconstruction_success']:.0f} % ({o['reconstruction_method']})")
     return "; ".join(parts) or "-"
@@ -63,21 +64,31 @@ def _threat(r: dict, name: str) -> str:
     return f"{t['rate']:.1f} ({t['attack']})"
 
 
+def utility_cell(r: dict) -> str:
+    """The utility, flagged when it is at or below always predicting the majority class."""
+    chance = r.get("chance_utility")
+    if chance is not None and r["utility"] <= chance:
+        return f"{r['utility']:.2f} ({NO_USEFUL_UTILITY}: majority class {chance:.2f})"
+    return f"{r['utility']:.2f}"
+
+
 def rows(recs: list[dict]) -> list[list[object]]:
-    return [[r["scheme_title"], r.get("setting") or "-", f"{r['utility']:.2f}",
+    return [[r["scheme_title"], r.get("setting") or "-", utility_cell(r),
              f"{r['reid']['rate']:.1f} ({r['reid']['ci95'][0]:.1f}-{r['reid']['ci95'][1]:.1f}), "
              f"{r['reid'].get('threat', 'release')}", _threat(r, "release"), _threat(r, "model"),
              _own(r), r["guarantee"]["text"], f"{r['seconds']:.0f}"] for r in recs]
 
 
 def analysis(recs: list[dict]) -> tuple[list[Point], list[Point], Point | None, list[str]]:
-    """(points, Pareto front, no-privacy point, recommendation sentences) of one audit."""
+    """(points, Pareto front, no-privacy point, recommendation sentences) of one audit; the front is taken over
+    the points with useful utility only (above the majority class)."""
     points = [Point.from_record(r) for r in recs]
     base = next((p for p, r in zip(points, recs) if get(scheme_of(r), warn=False).release == "none"), None)
     metric = recs[0]["metric"]
+    chance = recs[0].get("chance_utility")
     advice = recommend(points, baseline=base, random_reid=recs[0]["random_guess_reid"], metric=metric,
-                       chance_utility=recs[0].get("chance_utility"))
-    return points, pareto_front(points), base, advice
+                       chance_utility=chance)
+    return points, pareto_front([p for p in points if useful(p, chance)]), base, advice
 
 
 def summary(recs: list[dict]) -> str:
@@ -92,10 +103,17 @@ def summary(recs: list[dict]) -> str:
             "inference on labelled non-members of the same distribution).")
 
 
-def frontier_figure(recs: list[dict], ctx: Context, name: str) -> str:
+#: the legend entry of the points at or below the majority class
+NO_USEFUL_LABEL = f"{NO_USEFUL_UTILITY} (at or below the majority class)"
+
+
+def frontier_axes(recs: list[dict]):
+    """The frontier plot of one audit (a matplotlib figure): every point, the Pareto front of the useful points
+    ringed and joined, the points with no useful utility crossed out, the random-guess and majority-class lines."""
     import matplotlib.pyplot as plt
 
     points, front, _, _ = analysis(recs)
+    chance = recs[0].get("chance_utility")
     fig, ax = plt.subplots(figsize=(8.5, 5.2))
     seen = set()
     for r, p in zip(recs, points):
@@ -108,17 +126,26 @@ def frontier_figure(recs: list[dict], ctx: Context, name: str) -> str:
     ax.scatter([p.reid for p in front], [p.utility for p in front], s=200, facecolor="none", edgecolor="#888", lw=1.5,
                zorder=2, label="Pareto front (ringed, joined)")
     ax.axvline(recs[0]["random_guess_reid"], color="#555", ls="--", lw=1, label="random guess (re-identification)")
-    ax.axhline(recs[0]["chance_utility"], color="#555", ls=":", lw=1, label="majority class (utility)")
+    flat = [p for p in points if not useful(p, chance)]
+    if flat:
+        ax.scatter([p.reid for p in flat], [p.utility for p in flat], marker="x", s=150, color="#d62728", lw=2,
+                   zorder=4, label=NO_USEFUL_LABEL)
+    if chance is not None:
+        ax.axhline(chance, color="#555", ls=":", lw=1, label="majority class (utility)")
     ax.set_xlabel("sentence re-identification rate (%, lower is more private)")
     ax.set_ylabel(f"utility: {recs[0]['metric']} on dev (x100, higher is better)")
     ax.set_xlim(-3, 103)
     ax.grid(alpha=0.3)
     ax.set_title(f"{recs[0]['task']}: privacy-utility frontier")
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=9, frameon=False)  # outside the axes: covers no data
-    return ctx.figure(fig, name, f"utility against re-identification on {recs[0]['task']}")
+    return fig
 
 
-def examples(recs: list[dict]) -> str:
+def frontier_figure(recs: list[dict], ctx: Context, name: str) -> Markup:
+    return ctx.figure(frontier_axes(recs), name, f"utility against re-identification on {recs[0]['task']}")
+
+
+def examples(recs: list[dict]) -> Markup:
     """For each scheme, its highest-utility setting's examples: private sentence, what was released, what was recovered."""
     best: dict[str, dict] = {}
     for r in recs:
@@ -132,33 +159,34 @@ def examples(recs: list[dict]) -> str:
         r = best[s]
         rows_ = [[e["private"], e["released"], e["recovered"], "yes" if e["recovered"].strip() == e["private"].strip() else "no"]
                  for e in r["examples"]]
-        parts.append(f"<h4>{html.escape(get(s).title)}{', ' + html.escape(r['setting']) if r.get('setting') else ''}</h4>"
-                     + table(["private sentence", "what the attacker gets", "what the attacker names", "exact"], rows_).replace("<table>", "<table class='text'>", 1))
-    return "".join(parts)
+        parts.append(join(heading(4, get(s).title + (f", {r['setting']}" if r.get("setting") else "")),
+                          table(["private sentence", "what the attacker gets", "what the attacker names", "exact"], rows_,
+                                cls="text")))
+    return join(*parts)
 
 
 @section("audit", "Privacy-utility audit: which privatization, at what cost", order=0,
          markdown=lambda recs: audit_markdown(recs))
-def render_audit(records: list[dict], ctx: Context) -> str | None:
+def render_audit(records: list[dict], ctx: Context) -> Markup | None:
     groups = audits(records)
     if not groups:
         return None
     parts = []
     for i, ((task, mode), recs) in enumerate(sorted(groups.items())):
         _, _, _, advice = analysis(recs)
-        parts.append(
-            (f"<h3>{html.escape(task)} ({html.escape(mode)})</h3>" if len(groups) > 1 else "")
-            + f"<p>{html.escape(summary(recs))}</p>"
-            + frontier_figure(recs, ctx, f"audit_frontier_{task}_{mode}")
-            + "<h4>Recommendation (computed from the points above)</h4><ul>"
-            + "".join(f"<li>{html.escape(a)}</li>" for a in advice) + "</ul>"
-            + "<h4>Every point</h4>" + table(HEAD, rows(recs)).replace("<table>", "<table class='text'>", 1)
-            + "<p class='note'>Re-identification: one name per released item (per recovered group for the reconstruction "
-              "attack); 95 % Clopper-Pearson interval over the private sentences. Formal guarantees: DP instance encoding is "
-              "accounted per example over the whole training release with dp-accounting; d_chi's eta bounds the output "
-              "distributions by exp(eta d) with d the embedding distance, it is not an (epsilon, delta) guarantee.</p>"
-            + "<h4>What the attacker recovers</h4>" + examples(recs))
-    return "".join(parts)
+        parts.append(join(
+            heading(3, f"{task} ({mode})") if len(groups) > 1 else None,
+            para(Markup("<strong>"), advice[0], Markup("</strong>"), cls="bottom-line"),
+            para(summary(recs)),
+            frontier_figure(recs, ctx, f"audit_frontier_{task}_{mode}"),
+            heading(4, "Recommendation (computed from the points above)"), bullets(advice[1:]),
+            heading(4, "Every point"), table(HEAD, rows(recs), cls="text"),
+            para("Re-identification: one name per released item (per recovered group for the reconstruction "
+                 "attack); 95 % Clopper-Pearson interval over the private sentences. Formal guarantees: DP instance encoding is "
+                 "accounted per example over the whole training release with dp-accounting; d_chi's eta bounds the output "
+                 "distributions by exp(eta d) with d the embedding distance, it is not an (epsilon, delta) guarantee.", cls="note"),
+            heading(4, "What the attacker recovers"), examples(recs)))
+    return join(*parts)
 
 
 def audit_markdown(records: list[dict]) -> str | None:
@@ -168,6 +196,7 @@ def audit_markdown(records: list[dict]) -> str | None:
     parts = []
     for (task, mode), recs in sorted(groups.items()):
         _, front, _, advice = analysis(recs)
-        parts.append(f"**{task} ({mode})**: {summary(recs)}\n\n" + md_table(HEAD, rows(recs)) + "\n\n"
-                     + f"Pareto front: {'; '.join(p.label for p in front)}.\n\n" + "\n".join(f"- {a}" for a in advice))
+        parts.append(f"**{task} ({mode})**: {advice[0]}\n\n{summary(recs)}\n\n" + md_table(HEAD, rows(recs)) + "\n\n"
+                     + f"Pareto front (points with useful utility): {'; '.join(p.label for p in front) or 'none'}.\n\n"
+                     + "\n".join(f"- {a}" for a in advice[1:]))
     return "\n\n".join(parts)

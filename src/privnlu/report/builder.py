@@ -1,8 +1,7 @@
-"""Assemble result records into one HTML page with PNG figures."""
+"""Assemble result records into one HTML page with PNG figures (Jinja2 templates, autoescaped: :mod:`.markup`)."""
 
 from __future__ import annotations
 
-import html
 import json
 import time
 from pathlib import Path
@@ -14,6 +13,8 @@ matplotlib.use("Agg")
 from ..version import __version__
 from ..errors import PrivnluError
 from ..io import write_text_atomic
+from ..schemas import check_record
+from . import markup
 from .registry import SECTIONS, Context, TextOnly, html_markdown, plural
 
 #: one module per feature area; each registers its sections when imported (see :mod:`.registry`)
@@ -27,13 +28,6 @@ def load_sections() -> None:
 
     for name in SECTION_MODULES:
         importlib.import_module(f"{__package__}.{name}")
-
-STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.4}
-table{border-collapse:collapse;margin:1em 0;font-size:.92em}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;
-vertical-align:top}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;margin:.5em 0}
-table.text td,table.text th{text-align:left}.note{color:#555;font-size:.9em}nav{background:#f7f7f7;border:1px solid #ddd;padding:.5em 1em;
-margin:1em 0}nav ol{margin:.3em 0;padding-left:1.5em}section{margin-top:2em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em}"""
-
 
 KIND_WORDS = {"train": ("training run", None), "audit": ("audit point", None), "attack": ("attack result", None),
               "dchi": ("d_chi analysis", "d_chi analyses"), "federated": ("federated run", None)}
@@ -74,6 +68,7 @@ def load_results(paths: list[str | Path]) -> list[dict]:
         items = rec if isinstance(rec, list) else [rec]
         for r in items:
             if isinstance(r, dict) and "kind" in r:
+                check_record(r, file=f)  # typed fields before any section renders (privnlu.schemas.records)
                 r.setdefault("_source", str(f))
                 records.append(r)
     if not records:
@@ -164,16 +159,11 @@ def build_report(paths: list[str | Path], out_dir: str | Path, *, title: str = "
                 return body
 
         bodies, used = _render_all(records, render)
-        parts = [f'<section id="{sec.name}"><h2>{html.escape(sec.title)}</h2>{body}</section>' for sec, body in bodies]
-        nav = [f'<li><a href="#{sec.name}">{html.escape(sec.title)}</a></li>' for sec, _ in bodies]
-        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-        page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-                f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
-                f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
-                f"<p>{html.escape(run_summary(used))}</p>"
-                f"<nav><strong>Sections</strong><ol>{''.join(nav)}</ol></nav>"
-                f"<p class='note'>privnlu {__version__}, {plural(len(used), 'result record')}, generated {stamp}.</p>"
-                + "".join(parts) + "</body></html>")
+        # a section's body is markup only if a template made it (Markup); any plain string is escaped as text
+        page = markup.page(title=title, summary=run_summary(used), version=__version__,
+                           records=plural(len(used), "result record"),
+                           stamp=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                           sections=[{"name": sec.name, "title": sec.title, "body": body} for sec, body in bodies])
         write_text_atomic(stage / "index.html", page, mode=0o644)  # a page for readers: not 0600 like mkstemp
         out.mkdir(parents=True, exist_ok=True)
         for f in sorted(stage.iterdir(), key=lambda f: f.name == "index.html"):  # the page last

@@ -13,7 +13,8 @@ import functools
 from ..paper_values import compare_cells, lookup
 from ..paper_values.qu2021 import ETAS as PAPER_ETAS
 from ..paper_values.qu2021 import TABLE1, TABLE2_TOP
-from .registry import Context, section, table
+from .markup import Markup, join, para
+from .registry import Context, md_table, section, table
 
 #: the paper's token-embedding dimension (bert-base)
 PAPER_DIM = 768
@@ -31,12 +32,8 @@ def _e(eta: float | None) -> str:
 
 
 def _md(headers: list[str], rows: list[list[object]]) -> str:
-    """A Markdown table whose cells may hold '|' (norms)."""
-    from .registry import fmt
-
-    esc = lambda v: fmt(v).replace("|", "\\|")  # noqa: E731
-    return "\n".join(["| " + " | ".join(esc(h) for h in headers) + " |", "|" + "---|" * len(headers)]
-                     + ["| " + " | ".join(esc(v) for v in r) + " |" for r in rows])
+    """A Markdown table whose cells may hold '|' (norms): :func:`.registry.md_table` escapes them."""
+    return md_table(headers, rows)
 
 
 # -- Table 3 -----------------------------------------------------------------------------------------------------------
@@ -53,7 +50,7 @@ def _paper_table3(task: str, eta: float):
 
 @section("dchi_inversion", "d_chi: token inversion accuracy against eta (paper Table 3)", order=40,
          markdown=lambda recs: _inversion_md(recs))
-def dchi_inversion(records: list[dict], ctx: Context) -> str | None:
+def dchi_inversion(records: list[dict], ctx: Context) -> Markup | None:
     recs = _dchi(records, "inversion")
     if not recs:
         return None
@@ -73,8 +70,8 @@ def dchi_inversion(records: list[dict], ctx: Context) -> str | None:
     ax.set_ylabel("inversion accuracy")
     ax.legend(fontsize=7)
     ax.set_title("nearest-neighbour inversion of M_rep")
-    return (ctx.figure(fig, "dchi_inversion", "inversion accuracy against eta") + f"<p>{INVERSION_NOTE}</p>"
-            + table(["task", "dim", "eta", "paper", "ours", "ours - paper"], rows))
+    return join(ctx.figure(fig, "dchi_inversion", "inversion accuracy against eta"), para(INVERSION_NOTE),
+                table(["task", "dim", "eta", "paper", "ours", "ours - paper"], rows))
 
 
 def _inversion_md(records: list[dict]) -> str | None:
@@ -121,7 +118,7 @@ def _geometry_md(records: list[dict]) -> str | None:
 
 @section("dchi_geometry", "d_chi: noise norm and embedding-table geometry (paper Figure 3)", order=41,
          markdown=_geometry_md)
-def dchi_geometry(records: list[dict], ctx: Context) -> str | None:
+def dchi_geometry(records: list[dict], ctx: Context) -> Markup | None:
     recs = _dchi(records, "geometry")
     if not recs:
         return None
@@ -149,9 +146,9 @@ def dchi_geometry(records: list[dict], ctx: Context) -> str | None:
                     [[_e(x["eta"]), x["mean_norm"], x["n_over_eta"], PAPER_DIM / x["eta"]] for x in noise])
     knn = table(["k", "mean k-th NN distance"], [[k, v] for k, v in r["knn"].items()])
     claim = lookup("qu2021", "Figure 3", "geometry", "claim")
-    return (f"<p>{r['dim']}-d table, k-NN over {r['knn_rows']} regular tokens (k = |V|-1 is the farthest token). "
-            f"Paper (Figure 3, bert-base): {claim.claim if claim else ''}.</p>"
-            + ctx.figure(fig, "dchi_geometry", "noise norm against n/eta; k-NN distances") + noise_t + knn)
+    return join(para(f"{r['dim']}-d table, k-NN over {r['knn_rows']} regular tokens (k = |V|-1 is the farthest token). "
+                     f"Paper (Figure 3, bert-base): {claim.claim if claim else ''}."),
+                ctx.figure(fig, "dchi_geometry", "noise norm against n/eta; k-NN distances"), noise_t, knn)
 
 
 # -- Tables 1-2 --------------------------------------------------------------------------------------------------------
@@ -202,16 +199,13 @@ def _examples_md(records: list[dict]) -> str | None:
 
 
 @section("dchi_examples", "d_chi: privatized examples (paper Tables 1-2)", order=42, markdown=_examples_md)
-def dchi_examples(records: list[dict], ctx: Context) -> str | None:
+def dchi_examples(records: list[dict], ctx: Context) -> Markup | None:
     recs = _dchi(records, "examples")
     if not recs:
         return None
-    html = ""
-    for r in recs:
-        html += f"<p>Sentence: <i>{r['sentence']}</i>. One M_txt draw per eta (Table 1):</p>"
-        html += table(TABLE1_HEADERS, _table1_rows(r))
-        html += f"<p>{_table2_note(r)}</p>" + table(TABLE2_HEADERS, _table2_rows(r))
-    return html
+    return join(*(join(para(Markup("Sentence: <i>{}</i>. One M_txt draw per eta (Table 1):").format(r["sentence"])),
+                       table(TABLE1_HEADERS, _table1_rows(r)), para(_table2_note(r)),
+                       table(TABLE2_HEADERS, _table2_rows(r))) for r in recs))
 
 
 # -- Figure 4 ----------------------------------------------------------------------------------------------------------
@@ -265,7 +259,7 @@ def _deniability_md(records: list[dict]) -> str | None:
 
 @section("dchi_deniability", "d_chi: plausible deniability N_w and S_w (paper Figure 4)", order=43,
          markdown=_deniability_md)
-def dchi_deniability(records: list[dict], ctx: Context) -> str | None:
+def dchi_deniability(records: list[dict], ctx: Context) -> Markup | None:
     recs = sorted(_dchi(records, "deniability"), key=lambda r: r["eta"])
     if not recs:
         return None
@@ -292,8 +286,8 @@ def dchi_deniability(records: list[dict], ctx: Context) -> str | None:
     axes[0].legend(fontsize=7)
     axes[2].legend(fontsize=7)
     rows, worst = _deniability_tables(recs, ctx)
-    return (ctx.figure(fig, "dchi_deniability", "N_w and S_w over the vocabulary") + table(DENIABILITY_HEADERS, rows)
-            + f"<p>{WORST_NOTE}</p>" + table(WORST_HEADERS, worst))
+    return join(ctx.figure(fig, "dchi_deniability", "N_w and S_w over the vocabulary"), table(DENIABILITY_HEADERS, rows),
+                para(WORST_NOTE), table(WORST_HEADERS, worst))
 
 
 @functools.lru_cache(maxsize=1)
@@ -342,10 +336,10 @@ CALIBRATION_NOTE = ("The eta at which nearest-neighbour inversion of MiniLM's M_
 @section("dchi_calibration", "d_chi: calibrated eta for this model", order=44,
          markdown=lambda recs: (CALIBRATION_NOTE + "\n\n" + _md(CALIBRATION_HEADERS, _calibration_rows(recs)))
          if _dchi(recs, "calibration") else None)
-def dchi_calibration(records: list[dict], ctx: Context) -> str | None:
+def dchi_calibration(records: list[dict], ctx: Context) -> Markup | None:
     if not _dchi(records, "calibration"):
         return None
-    return f"<p>{CALIBRATION_NOTE}</p>" + table(CALIBRATION_HEADERS, _calibration_rows(records))
+    return join(para(CALIBRATION_NOTE), table(CALIBRATION_HEADERS, _calibration_rows(records)))
 
 
 # -- section 6.2: sequence-representation privatization (beyond the paper's tables) ----------------------------------
@@ -419,6 +413,6 @@ def _sequence_md(records: list[dict]) -> str | None:
 
 @section("dchi_sequence_rep", "d_chi: sequence-representation privatization (paper section 6.2)", order=44,
          markdown=_sequence_md)
-def dchi_sequence_rep(records: list[dict], ctx: Context) -> str | None:
+def dchi_sequence_rep(records: list[dict], ctx: Context) -> Markup | None:
     parts = _sequence_tables(records)
-    return "".join(f"<p>{note}</p>" + table(SEQ_HEADERS, rows) for note, rows in parts) if parts else None
+    return join(*(join(para(note), table(SEQ_HEADERS, rows)) for note, rows in parts)) if parts else None

@@ -7,6 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from ..stats import paired_t_test
+from .markup import Markup, join, para
 from .registry import Context, md_table, section, table
 
 
@@ -61,7 +62,7 @@ def _finetune_md(records: list[dict]) -> str | None:
 
 @section("dchi_finetune", "d_chi: utility against eta under privacy-constrained fine-tuning (paper Tables 4-5)",
          order=44, markdown=_finetune_md)
-def dchi_finetune(records: list[dict], ctx: Context) -> str | None:
+def dchi_finetune(records: list[dict], ctx: Context) -> Markup | None:
     recs = _finetune(records)
     if not recs:
         return None
@@ -88,10 +89,10 @@ def dchi_finetune(records: list[dict], ctx: Context) -> str | None:
         ax.set_ylabel("dev score")
         ax.set_title(task)
         ax.legend(fontsize=6)
-    return (ctx.figure(fig, "dchi_finetune", "dev score against eta per mode and encoder")
-            + "<p>Train and dev inputs privatized once by the user; the provider never updates the user side. "
-              "Points are means over the runs (seeds) of one setting; the table lists every run.</p>"
-            + table(FT_HEADERS, _rows(recs)))
+    return join(ctx.figure(fig, "dchi_finetune", "dev score against eta per mode and encoder"),
+                para("Train and dev inputs privatized once by the user; the provider never updates the user side. "
+                     "Points are means over the runs (seeds) of one setting; the table lists every run."),
+                table(FT_HEADERS, _rows(recs)))
 
 
 def _pretrain(records: list[dict]) -> list[dict]:
@@ -104,6 +105,8 @@ PT_HEADERS = ["objective", "eta", "input", "start encoder", "warm-up steps", "ad
 
 def _start(r: dict) -> str:
     """The encoder a run started from: a `dchi pretrain` OUT/encoder folder is named by its run folder."""
+    if isinstance(r["model"], dict):  # a reference: the folder's name (and fingerprint)
+        return str(r["model"].get("name"))
     path = Path(r["model"])
     return path.parent.name if path.name == "encoder" else path.name
 
@@ -133,11 +136,11 @@ def _pretrain_md(records: list[dict]) -> str | None:
 
 
 @section("dchi_pretrain", "d_chi: privacy-adaptive MLM pretraining (paper Tables 6-7)", order=45, markdown=_pretrain_md)
-def dchi_pretrain(records: list[dict], ctx: Context) -> str | None:
+def dchi_pretrain(records: list[dict], ctx: Context) -> Markup | None:
     recs = _pretrain(records)
     if not recs:
         return None
-    return f"<p>{PT_NOTE}</p>" + table(PT_HEADERS, _pretrain_rows(recs))
+    return join(para(PT_NOTE), table(PT_HEADERS, _pretrain_rows(recs)))
 
 
 # -- Tables 4-5 as the paper prints them: accuracy per (eta, encoder, mode), seeds paired, paper beside ours ------
@@ -182,9 +185,9 @@ def _table45_md(records: list[dict]) -> str | None:
 
 @section("dchi_table45", "d_chi: privacy-constrained fine-tuning beside the paper (Tables 4-5)", order=44,
          markdown=_table45_md)
-def dchi_table45(records: list[dict], ctx: Context) -> str | None:
+def dchi_table45(records: list[dict], ctx: Context) -> Markup | None:
     rows = _table45_rows(records)
-    return f"<p>{T45_NOTE}</p>" + table(T45_HEADERS, rows) if rows else None
+    return join(para(T45_NOTE), table(T45_HEADERS, rows)) if rows else None
 
 
 #: ``pt-<objective>-<steps>``, the objective optionally led by the pretraining input (``pt-text-denoising-1000``)
@@ -251,7 +254,7 @@ def _pretrain_gain_md(records: list[dict]) -> str | None:
 
 @section("dchi_pretrain_gain", "d_chi: fine-tuning gain against pretraining steps (paper Tables 6-7)", order=46,
          markdown=_pretrain_gain_md)
-def dchi_pretrain_gain(records: list[dict], ctx: Context) -> str | None:
+def dchi_pretrain_gain(records: list[dict], ctx: Context) -> Markup | None:
     """Fine-tuning runs tagged ``pt-<objective>-<steps>`` against the untagged (original encoder) run of the same
     task, mode, eta and seed: the paired gain, by pretraining steps."""
     pairs = _pretrain_gains(records)
@@ -270,8 +273,8 @@ def dchi_pretrain_gain(records: list[dict], ctx: Context) -> str | None:
     ax.set_xlabel("privacy-adaptive pretraining steps")
     ax.set_ylabel("accuracy gain over the original encoder")
     ax.legend(fontsize=6)
-    return (ctx.figure(fig, "dchi_pretrain_gain", "paired fine-tuning gain against pretraining steps")
-            + f"<p>{GAIN_NOTE}</p>" + table(GAIN_HEADERS, _gain_rows(pairs)))
+    return join(ctx.figure(fig, "dchi_pretrain_gain", "paired fine-tuning gain against pretraining steps"),
+                para(GAIN_NOTE), table(GAIN_HEADERS, _gain_rows(pairs)))
 
 
 def table45(records: list[dict]) -> list[dict]:

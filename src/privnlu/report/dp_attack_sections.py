@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..paper_values import compare_cells, lookup, values
+from .markup import Markup, heading, join, para
 from .registry import Context, md_table, section, table
 
 
@@ -90,11 +91,11 @@ def dp_attack_md(records: list[dict]) -> str | None:
 
 @section("dp_attack", "DP instance encoding: reconstruction attack against epsilon (Xie & Hong 2022, Figure 2)",
          order=61, markdown=dp_attack_md)
-def dp_attack(records: list[dict], ctx: Context) -> str | None:
+def dp_attack(records: list[dict], ctx: Context) -> Markup | None:
     data = _figure2(records)
     if not data:
         return None
-    return f"<p>{NOTE}{_claims()}</p>" + "".join(f"<h3>{task}</h3>" + table(*_rows(task, *v)) for task, v in data.items())
+    return join(para(NOTE + _claims()), *(join(heading(3, task), table(*_rows(task, *v))) for task, v in data.items()))
 
 
 AUDIT_HEAD = ["mechanism", "case", "claimed epsilon", "accounted epsilon", "delta", "eps_lb (95 %)", "draws",
@@ -150,6 +151,6 @@ def dp_audit_md(records: list[dict]) -> str | None:
 
 
 @section("dp_audit", "Empirical DP audits: a lower bound on epsilon beside the claim", order=52, markdown=dp_audit_md)
-def dp_audit(records: list[dict], ctx: Context) -> str | None:
+def dp_audit(records: list[dict], ctx: Context) -> Markup | None:
     rows = _audit_rows(records)
     return table(AUDIT_HEAD, rows) if rows else None

@@ -14,6 +14,7 @@ from collections import defaultdict
 
 from ..paper_values import values
 from ..schemes import from_record
+from .markup import Markup, heading, join, para
 from .registry import Context, md_table, section, table
 from .texthide_sections import encoder_name
 
@@ -168,6 +169,7 @@ def _claims() -> str:
     return "; ".join(f"({i}) {c}" for i, c in enumerate(claims, 1)) + "."
 
 
+#: fixed prose with inline emphasis: markup in the page (``Markup(NOTE)``), Markdown emphasis in the docs
 NOTE = ("<em>correct</em>: noise calibrated per example for all k x epochs encodings of the run (the accounted "
         "epsilon is the target). <em>paper</em>: Theorems 3 and 4 per encoding, as privnlu reads them; it is "
         "<strong>not a valid DP guarantee</strong>: the 'accounted epsilon' rows give the epsilon each release really "
@@ -193,19 +195,19 @@ def dp_utility_md(records: list[dict]) -> str | None:
 
 @section("dp_utility", "DP instance encoding: utility against epsilon (Xie & Hong 2022, Figure 1)", order=60,
          markdown=dp_utility_md)
-def dp_utility(records: list[dict], ctx: Context) -> str | None:
+def dp_utility(records: list[dict], ctx: Context) -> Markup | None:
     data = _curves(records)
     if not data:
         return None
     import matplotlib.pyplot as plt
 
-    html = f"<p>{NOTE}{_claims()}</p>"
+    html = para(Markup(NOTE), _claims())
     for (task, n_train, epochs), (refs, curves) in data.items():
         note = _at_majority(task, refs, curves)
-        html += (f"<h3>{task}</h3>" + table(*_rows(task, refs, curves)) + f"<p>{_setting(curves)}"
-                 + (f" {note}" if note else "") + "</p>")
+        html += join(heading(3, task), table(*_rows(task, refs, curves)),
+                     para(_setting(curves) + (f" {note}" if note else "")))
         if reps := _repeat_rows(task, refs, curves):
-            html += "<p>The points run more than once:</p>" + table(REPEATS_HEAD, reps)
+            html += join(para("The points run more than once:"), table(REPEATS_HEAD, reps))
         for key in _metrics(task):
             fig, ax = plt.subplots(figsize=(6, 3.4))
             for i, (name, c) in enumerate(curves.items()):
@@ -220,6 +222,11 @@ def dp_utility(records: list[dict], ctx: Context) -> str | None:
             maj = _majority(refs, curves, key)
             if maj is not None:
                 ax.axhline(maj, color="grey", linestyle="-.", label="majority class")
+                means = [(e, mean_of(c[e][0], key)) for c in curves.values() for e in sorted(c)]
+                flat = [(e, v) for e, v in means if v is not None and v <= maj]
+                if flat:  # at or below always guessing the majority class: crossed out, named in the legend
+                    ax.scatter(*zip(*flat), marker="x", s=70, color="red", zorder=4,
+                               label="no useful utility (at or below the majority class)")
             ax.set_xscale("log")
             ax.set_xlabel("target epsilon")
             ax.set_ylabel(f"dev {key}")

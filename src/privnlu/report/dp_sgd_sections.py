@@ -11,6 +11,7 @@ from collections import defaultdict
 
 from ..paper_values import values
 from ..schemes import from_record
+from .markup import Markup, join, para
 from .registry import Context, md_table, section, table
 
 HEAD = ["run", "target epsilon", "accounted epsilon (delta)", "noise multiplier", "sampling rate q", "steps",
@@ -101,12 +102,12 @@ def dp_sgd_md(records: list[dict]) -> str | None:
 
 @section("dp_sgd", "DP-SGD: utility at each epsilon beside non-private training (beyond the papers)", order=62,
          markdown=dp_sgd_md)
-def dp_sgd(records: list[dict], ctx: Context) -> str | None:
+def dp_sgd(records: list[dict], ctx: Context) -> Markup | None:
     g = groups(records)
     if not g:
         return None
-    html = "".join(f"<p>{_setting(k, recs)}</p>" + table(HEAD, rows(recs)) for k, recs in g.items())
-    return html + "<p>Published anchors:</p>" + table(ANCHOR_HEAD, anchors()) + f"<p>{NOTE} {claims()}</p>"
+    return join(*(join(para(_setting(k, recs)), table(HEAD, rows(recs))) for k, recs in g.items()),
+                para("Published anchors:"), table(ANCHOR_HEAD, anchors()), para(f"{NOTE} {claims()}"))
 
 
 # -- the empirical audit ----------------------------------------------------------------------------------------
@@ -127,6 +128,6 @@ def audit_md(records: list[dict]) -> str | None:
 
 @section("dp_sgd_audit", "DP-SGD: the one-run empirical audit of its claim (Steinke et al. 2023)", order=63,
          markdown=audit_md)
-def dp_sgd_audit(records: list[dict], ctx: Context) -> str | None:
+def dp_sgd_audit(records: list[dict], ctx: Context) -> Markup | None:
     rs = audit_rows(records)
     return table(AUDIT_HEAD, rs) if rs else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..schemas import display_name
+from .markup import Markup, para
 from .registry import Context, section, table
 
 
@@ -137,7 +139,7 @@ def gradient_attack(records: list[dict], ctx: Context) -> str | None:
         return _curves(fig3, fig3[0].get("victim", "hidden"), ctx)
     if not rows_by_victim:
         return None
-    html = ("<p>Success = MSE between the recovered and the true input &lt;= 0.001 (the paper's criterion; with "
+    html = Markup("<p>Success = MSE between the recovered and the true input &lt;= 0.001 (the paper's criterion; with "
             "k &gt;= 2 against any of the mixed inputs). Paper: LeNet-5 on CIFAR-10, mask at the MLP's hidden layer "
             "of width d; one baseline for all d. <b>hidden</b> victim: MiniLM representation (rescaled to the "
             "CIFAR pixel variance) -> sigmoid layer -> hidden layer of width d, masked -> head (the paper's "
@@ -282,20 +284,216 @@ def embedding_leak(records: list[dict], ctx: Context) -> str | None:
     for w in wires:
         for t in w["token_leak"]:
             if not t.get("embedding_gradient"):
-                rows.append([w["wire"], t["round"], t["node_id"], "none (tables frozen)", None, None, "", ""])
+                rows.append([display_name(w["wire"]), t["round"], t["node_id"], "none (tables frozen)", None, None, "", ""])
                 continue
             words = [x for x in t["tokens"] if not x.startswith("[")]
-            rows.append([w["wire"], t["round"], t["node_id"], len(t["token_ids"]), t.get("precision"), t.get("recall"),
+            rows.append([display_name(w["wire"]), t["round"], t["node_id"], len(t["token_ids"]), t.get("precision"), t.get("recall"),
                          " ".join(words[:25]) + (" ..." if len(words) > 25 else ""),
                          " | ".join(t.get("true_sentences", []))])
     if rows:
         html += table(["capture", "round", "node", "token ids recovered", "precision", "recall",
                        "recovered word set (first 25)", "true sentences (examples)"], rows)
     if sweeps:
-        import html as _html
-
-        html += table(LEAK_HEAD, _leak_rows(sweeps)) + f"<p>{_html.escape(LEAK_NOTE.replace('`', ''))}</p>"
+        html += table(LEAK_HEAD, _leak_rows(sweeps)) + para(LEAK_NOTE.replace("`", ""))
         ex = _leak_examples(sweeps)
         if ex:
             html += table(["batch size", "scheme", "round", "true sentence", "recovered"], ex)
     return html
+
+
+# -- whole sentences by the DAGER-class span inversion ---------------------------------------------------------
+
+SENTENCE_HEAD = ["batch size", "scheme", "client dropout", "local noise z", "messages", "tokens per update (mean)",
+                 "d", "span saturated", "ROUGE-1", "ROUGE-2", "exact sentences", "certified / recovered",
+                 "seconds per message"]
+SENTENCE_NOTE = ("Each message is the FedSGD reply privnlu's client code sends for client 0 in rounds 1, 2, ... of a "
+                 "seeded 2-client joint-mode run with the default frozen embedding tables, at the initial model; the "
+                 "attacker gets the message and the model the server sent (threat model `wire-span-inversion`), the "
+                 "auditor replays the batch from the seed. ROUGE-1/2: F1 of clipped unigram/bigram overlap over "
+                 "token ids, [CLS]/[SEP] dropped, recovered sentences matched one-to-one to the true ones (Hungarian "
+                 "on ROUGE-1), a missing sentence scoring 0; exact: the matched sentence is the true one token for "
+                 "token. Certified: every layer-2 input of the sentence lies in the second layer's gradient span. "
+                 "Client dropout off: the client encoder's dropout set to 0 for the measurement (exact inversion "
+                 "assumes it); on: BERT's 0.1, as privnlu's client trains. Local noise: the message clipped to "
+                 "C = 1 and noised with N(0, (zC)^2) per coordinate, as `--local-clip 1 --local-noise z`. "
+                 "Span saturated: the first layer's gradient has full rank (at least as many token slots as d).")
+
+
+def _sentence_rows(recs: list[dict]) -> list[list[object]]:
+    rows = []
+    for rec in sorted(recs, key=lambda r: (r["settings"]["dropout"] != "off", r["settings"]["noise"] > 0,
+                                           r["settings"]["batch_size"])):
+        for r in rec["results"]:
+            rec_n = sum(x["recovered"] for x in r["rows"])
+            cert = sum(x["certified"] for x in r["rows"])
+            rows.append([r["batch_size"], _scheme_name(r), r["dropout"], f"{r['noise']:g}" if r["noise"] else "-",
+                         r["trials"], f"{r['tokens']:.0f}", r["dim"], f"{r['saturated']} / {r['trials']}",
+                         r["rouge1"], r["rouge2"], r["exact"], f"{cert} / {rec_n}", f"{r['seconds']:.0f}"])
+    return rows
+
+
+def _sentence_paper(recs: list[dict]) -> list[list[object]]:
+    cells: dict[str, dict[str, float]] = {}
+    for rec in recs:
+        for v in rec.get("paper", []):
+            cells.setdefault(v["row"], {})[v["column"]] = v["value"]
+    return [[row, f"{c.get('ROUGE-1', float('nan')):g}", f"{c.get('ROUGE-2', float('nan')):g}"]
+            for row, c in sorted(cells.items())]
+
+
+def _sentence_examples(recs: list[dict]) -> list[list[object]]:
+    out = []
+    for rec in sorted(recs, key=lambda r: r["settings"]["batch_size"]):
+        if rec["settings"]["dropout"] != "off" or rec["settings"]["noise"] or rec["settings"]["batch_size"] != 1:
+            continue  # with one sentence per message the first recovery is that sentence's
+        for r in rec["results"]:
+            ex = next((x["examples"] for x in r["rows"] if x.get("examples")), None)
+            if ex and r["scheme"] == "none":
+                out.append([r["batch_size"], ex["true"][0].strip() if ex["true"] else "",
+                            ex["recovered"][0].strip() if ex["recovered"] else "(none)"])
+    return out
+
+
+def sentence_recovery_md(records: list[dict]) -> str | None:
+    from .registry import md_table
+
+    recs = [r for r in records if r.get("kind") == "sentence_recovery" and "results" in r]
+    if not recs:
+        return None
+    out = md_table(SENTENCE_HEAD, _sentence_rows(recs))
+    s = recs[0]["settings"]
+    out += (f"\n\nSettings: `{s['task']}`, train limit {s['train_limit']}, seed {s['seed']}, at most "
+            f"{s['max_seconds']:g} s of sentence search per message. " + SENTENCE_NOTE)
+    paper = _sentence_paper(recs)
+    if paper:
+        out += ("\n\nDAGER's published numbers (Petrov et al. 2024, BERT-base, d = 768, SST-2; their model and "
+                "implementation, not privnlu's):\n\n" + md_table(["batch size", "ROUGE-1 (%)", "ROUGE-2 (%)"], paper))
+    ex = _sentence_examples(recs)
+    if ex:
+        out += "\n\nBatch size 1, no TextHide, the first message:\n\n" + \
+               md_table(["batch size", "true sentence", "recovered sentence"], ex)
+    return out
+
+
+@section("sentence_recovery", "Sentences recovered from federated client messages (DAGER-class span inversion)",
+         order=47, markdown=sentence_recovery_md)
+def sentence_recovery(records: list[dict], ctx: Context) -> str | None:
+    """The span inversion per batch size, scheme and protection; DAGER's published numbers beside."""
+    recs = [r for r in records if r.get("kind") == "sentence_recovery" and "results" in r]
+    if not recs:
+        return None
+    html = table(SENTENCE_HEAD, _sentence_rows(recs)) + para(SENTENCE_NOTE.replace("`", ""))
+    paper = _sentence_paper(recs)
+    if paper:
+        html += para("DAGER's published numbers (Petrov et al. 2024, BERT-base, SST-2; not privnlu's):") + \
+                table(["batch size", "ROUGE-1 (%)", "ROUGE-2 (%)"], paper)
+    ex = _sentence_examples(recs)
+    if ex:
+        html += table(["batch size", "true sentence", "recovered sentence"], ex)
+    return html
+
+
+# -- the span inversion on what a SecAgg+ server sees --------------------------------------------------------
+
+AGGREGATE_HEAD = ["clients", "batch size per client", "sentences per round", "tokens per round (mean)", "d",
+                  "what the server sees", "span saturated", "ROUGE-1", "ROUGE-2", "exact sentences"]
+AGGREGATE_NOTE = ("Each round's N clients (seeded joint-mode run, frozen embedding tables, no TextHide) compute the "
+                  "FedSGD reply privnlu's client code sends at the initial model; the attacker gets their example-"
+                  "weighted mean and the sent model and targets the union of the N batches; the auditor scores "
+                  "against all of them (ROUGE and exact as above). Plain message: N = 1 (SecAgg+ needs 2 clients). "
+                  "Exact sum: the mean with no quantization error (the attacker's best case). SecAgg+ decoded: the "
+                  "mean as Flower's SecAgg+ gives it to the server (each client's coordinates clipped to [-8, 8] and "
+                  "stochastically rounded to 2^24 levels before the masked sum); the attacker knows the protocol adds "
+                  "this error and reads each span's rank above the noise bulk of its spectrum (above 2.5 times the "
+                  "median singular value), so such a span is never reported saturated. Client encoder dropout off "
+                  "(exact inversion assumes none: the attacker's best case). Span saturated: the first layer's "
+                  "gradient has full rank (more token slots than d).")
+
+
+def _aggregate_rows(recs: list[dict]) -> list[list[object]]:
+    rows = []
+    for rec in sorted(recs, key=lambda r: (r["settings"]["batch_size"], r["settings"]["clients"])):
+        s = rec["settings"]
+        for r in rec["results"]:
+            seen = ("SecAgg+ decoded" if r["quantized"] else "exact sum") if s["clients"] > 1 else "plain message"
+            rows.append([s["clients"], s["batch_size"], s["clients"] * s["batch_size"], f"{r['tokens']:.0f}", r["dim"],
+                         seen, f"{r['saturated']} / {r['trials']}", r["rouge1"], r["rouge2"], r["exact"]])
+    return rows
+
+
+def _aggregate_settings(recs: list[dict]) -> str:
+    s = recs[0]["settings"]
+    return (f"Settings: `{s['task']}`, packaged encoder, max length {s['max_length']}, {s['trials']} rounds per cell, "
+            f"train limit {s['train_limit']}, seed {s['seed']}, at most {s['max_seconds']:g} s of sentence search per "
+            "aggregate. ")
+
+
+def sentence_recovery_secagg_md(records: list[dict]) -> str | None:
+    from .registry import md_table
+
+    recs = [r for r in records if r.get("kind") == "sentence_recovery_secagg"]
+    if not recs:
+        return None
+    return md_table(AGGREGATE_HEAD, _aggregate_rows(recs)) + "\n\n" + _aggregate_settings(recs) + AGGREGATE_NOTE
+
+
+@section("sentence_recovery_secagg", "Sentences recovered from what a SecAgg+ server sees (DAGER-class span "
+         "inversion on the aggregate)", order=47, markdown=sentence_recovery_secagg_md)
+def sentence_recovery_secagg(records: list[dict], ctx: Context) -> str | None:
+    """The span inversion on the aggregate of N clients, exact and as SecAgg+ decodes it."""
+    recs = [r for r in records if r.get("kind") == "sentence_recovery_secagg"]
+    if not recs:
+        return None
+    return table(AGGREGATE_HEAD, _aggregate_rows(recs)) + para((_aggregate_settings(recs) + AGGREGATE_NOTE)
+                                                               .replace("`", ""))
+
+
+# -- client-side DP-SGD (sample-level DP of every client message) ----------------------------------------------
+
+CLIENT_DP_HEAD = ["run", "target epsilon", "accounted epsilon (worst client)", "delta (worst client)",
+                  "noise multiplier", "final dev score", "best evaluated round", "non-private final score",
+                  "final score - non-private"]
+
+
+def _client_dp_rows(recs: list[dict]) -> list[list[object]]:
+    base = next((r for r in recs if "client_dp" not in r), None)
+    rows = []
+    for r in sorted(recs, key=lambda r: r.get("client_dp", {}).get("target_epsilon", float("inf"))):
+        c = r.get("client_dp")
+        zs = [x["noise_multiplier"] for x in c["clients"]] if c else []
+        rows.append([r["label"], c["target_epsilon"] if c else "- (no DP)", c["epsilon"] if c else None,
+                     f"{c['delta']:.2g}" if c else None,
+                     (f"{min(zs):.3g}" + (f" to {max(zs):.3g}" if max(zs) > min(zs) * (1 + 1e-3) else "")) if zs
+                     else None, r["score"], r["best_score"], base["score"] if base else None,
+                     r["score"] - base["score"] if base and c else None])
+    return rows
+
+
+def _client_dp_note(recs: list[dict]) -> str:
+    s = recs[0]["settings"]
+    return (f"Settings: `{s['task']}`, frozen mode (a head with hidden layer(s) {s['hidden']} on the packaged "
+            f"encoder's representations), {s['clients']} clients, {s['rounds']} FedSGD rounds, batch "
+            f"{s['batch_size']} per client (the Poisson sampling's expected batch), server Adam at lr {s['lr']:g}, "
+            f"clipping norm {s['clip']:g}, seed {s['seed']}; every run at the same budget. Each client's messages are "
+            "(epsilon, delta)-DP per example of its data over all rounds (client-side DP-SGD, Opacus PRV "
+            "accountant, each client counted in every round); delta = 1/(10 n_c). Dev score of the server's global "
+            "model, unmasked.")
+
+
+def client_dp_md(records: list[dict]) -> str | None:
+    from .registry import md_table
+
+    recs = [r for r in records if r.get("kind") == "federated_client_dp"]
+    if not recs:
+        return None
+    return md_table(CLIENT_DP_HEAD, _client_dp_rows(recs)) + "\n\n" + _client_dp_note(recs)
+
+
+@section("federated_client_dp", "Federated training with client-side DP-SGD: utility against epsilon", order=48,
+         markdown=client_dp_md)
+def federated_client_dp(records: list[dict], ctx: Context) -> str | None:
+    """Dev score of the global model at each target epsilon beside the non-private run at the same budget."""
+    recs = [r for r in records if r.get("kind") == "federated_client_dp"]
+    if not recs:
+        return None
+    return table(CLIENT_DP_HEAD, _client_dp_rows(recs)) + para(_client_dp_note(recs).replace("`", ""))

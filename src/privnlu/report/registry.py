@@ -1,22 +1,27 @@
 """The report's section registry.
 
-A section is a function ``render(results, ctx) -> html | None`` registered with
+A section is a function ``render(results, ctx) -> Markup | None`` registered with
 :func:`section`. It receives every result record loaded for the report (dicts
-from the results JSONs, each with a ``kind``) and returns an HTML fragment, or
-None when it has nothing to show. Figures are saved with :meth:`Context.figure`.
-Later features add a module to :data:`privnlu.report.SECTION_MODULES`.
+from the results JSONs, each with a ``kind``) and returns an HTML fragment built
+from the templates of :mod:`.markup`, or None when it has nothing to show; a
+plain string is shown as text, never as markup. Figures are saved with
+:meth:`Context.figure`. Later features add a module to
+:data:`privnlu.report.SECTION_MODULES`.
 """
 
 from __future__ import annotations
 
-import html
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..io import safe_filename
 from ..params import plural  # noqa: F401 (re-exported for the sections)
+from . import markup
+from .markup import Markup
 
-Render = Callable[[list[dict], "Context"], "str | None"]
+Render = Callable[[list[dict], "Context"], "Markup | None"]
 
 
 Markdown = Callable[[list[dict]], "str | None"]
@@ -51,16 +56,20 @@ class Context:
     out_dir: Path
     figures: list[str] = field(default_factory=list)
 
-    def figure(self, fig, name: str, alt: str) -> str:
-        """Save a matplotlib figure as PNG beside the page; return an <img> tag."""
+    def figure(self, fig, name: str, alt: str) -> Markup:
+        """Save a matplotlib figure as PNG beside the page; return its image tag.
+
+        ``name`` may hold a task name or a label from the records: the file name is :func:`privnlu.io.safe_filename`
+        of it, so it stays inside the report folder and needs no quoting in the page.
+        """
         import matplotlib.pyplot as plt
 
-        fname = f"{name}.png"
+        fname = safe_filename(name) + ".png"
         legends_outside(fig)
         fig.savefig(self.out_dir / fname, dpi=110, bbox_inches="tight")
         plt.close(fig)
         self.figures.append(fname)
-        return f'<img src="{fname}" alt="{html.escape(alt)}">'
+        return markup.figure(fname, alt)
 
 
 def legends_outside(fig) -> None:
@@ -90,28 +99,42 @@ def fmt(v: object) -> str:
     return "" if v is None else str(v)
 
 
-def table(headers: list[str], rows: list[list[object]]) -> str:
-    """A plain HTML table."""
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(v))}</td>" for v in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+def table(headers: list[str], rows: list[list[object]], cls: str | None = None) -> Markup:
+    """An HTML table of text cells (see :func:`fmt`); ``cls``: its CSS class (``"text"``: left-aligned)."""
+    return markup.table(headers, [[fmt(v) for v in r] for r in rows], cls)
+
+
+_PIPE = re.compile(r"(\\*)\|")
+
+
+def md_cell(v: object) -> str:
+    """A Markdown table cell's text: :func:`fmt`, line breaks as spaces, every ``|`` escaped as ``\\|`` (with the
+    backslashes right before it doubled, so data never closes the cell)."""
+    text = fmt(v)
+    if "\n" in text or "\r" in text:
+        text = " ".join(text.splitlines())
+    return _PIPE.sub(lambda m: m.group(1) * 2 + "\\|", text)
 
 
 def md_table(headers: list[str], rows: list[list[object]]) -> str:
-    """The same table as GitHub Markdown."""
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(fmt(v) for v in r) + " |" for r in rows]
+    """The same table as GitHub Markdown: every row has the header's cells; ``|`` and line breaks are escaped."""
+    width = len(headers)
+    lines = ["| " + " | ".join(md_cell(h) for h in headers) + " |", "|" + "---|" * width]
+    for r in rows:
+        if len(r) != width:
+            raise ValueError(f"a Markdown table row has {len(r)} cells, its header {width}")
+        lines.append("| " + " | ".join(md_cell(v) for v in r) + " |")
     return "\n".join(lines)
 
 
 class TextOnly(Context):
     """A context for Markdown output: figures are closed, not saved (the page's figures have no Markdown form)."""
 
-    def figure(self, fig, name: str, alt: str) -> str:
+    def figure(self, fig, name: str, alt: str) -> Markup:
         import matplotlib.pyplot as plt
 
         plt.close(fig)
-        return ""
+        return Markup("")
 
 
 def html_markdown(fragment: str) -> str:
@@ -139,7 +162,7 @@ def html_markdown(fragment: str) -> str:
 
         def handle_endtag(self, tag) -> None:
             if tag in ("td", "th") and self.cell is not None and self.rows:
-                self.rows[-1].append(" ".join("".join(self.cell).split()).replace("|", "\\|"))
+                self.rows[-1].append(" ".join("".join(self.cell).split()))
                 self.cell = None
             elif tag == "table" and self.rows is not None:
                 rows = [r for r in self.rows if r]

@@ -14,6 +14,7 @@ from pathlib import PurePath
 from ..paper_values import compare_cells, lookup
 from ..paper_values import huang2020 as paper
 from ..schemes import from_record
+from .markup import Markup, heading, join, para
 from .registry import Context, md_table, plural, section, table
 
 VARIANTS = ("baseline", "texthide-intra", "texthide-inter")
@@ -167,11 +168,11 @@ def texthide_table_md(records: list[dict]) -> str | None:
 
 
 @section("texthide_table", "TextHide: baseline vs intra vs inter (paper Table 1)", order=10, markdown=texthide_table_md)
-def texthide_table(records: list[dict], ctx: Context) -> str | None:
+def texthide_table(records: list[dict], ctx: Context) -> Markup | None:
     rows, summary = table1_rows(records)
     if not rows:
         return None
-    html = table(TABLE1_HEAD, rows) + f"<p>{summary}</p><p>{PAPER_SETTING}</p>"
+    html = join(table(TABLE1_HEAD, rows), para(summary), para(PAPER_SETTING))
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -246,13 +247,13 @@ def curves_md(records: list[dict]) -> str | None:
 
 
 @section("texthide_curves", "TextHide: dev learning curves (epoch chosen on held-out train)", order=15, markdown=curves_md)
-def texthide_curves(records: list[dict], ctx: Context) -> str | None:
+def texthide_curves(records: list[dict], ctx: Context) -> Markup | None:
     runs = _curve_runs(records)
     if not runs:
         return None
     import matplotlib.pyplot as plt
 
-    html = ""
+    html = Markup("")
     groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for r in runs:
         groups[(r["group"], r["task"], r.get("mode", "frozen"))].append(r)
@@ -316,20 +317,29 @@ def texthide_sweep_md(records: list[dict]) -> str | None:
 
 
 @section("texthide_sweep", "TextHide: metric against m and k (paper Figure 2)", order=20, markdown=texthide_sweep_md)
-def texthide_sweep(records: list[dict], ctx: Context) -> str | None:
+def texthide_sweep(records: list[dict], ctx: Context) -> Markup | None:
     grids = sweep_grids(records)
     if not grids:
         return None
     import matplotlib.pyplot as plt
 
-    html = f"<p>The paper's Figure 2 is an image; its text says: {_claims('Figure 2')}</p>"
+    html = para(f"The paper's Figure 2 is an image; its text says: {_claims('Figure 2')}")
     for (task, inter, mode), (ms, ks, grid) in grids.items():
         name = f"{task}{' inter' if inter else ''}, {mode}"
-        html += f"<h3>{name}</h3>" + table(*_grid_rows(ms, ks, grid))
+        html += join(heading(3, name), table(*_grid_rows(ms, ks, grid)))
         fig, ax = plt.subplots(figsize=(5.5, 3.2))
         for k in ks:
             xs = [i for i, m in enumerate(ms) if (m, k) in grid]
             ax.plot(xs, [grid[(ms[i], k)] for i in xs], marker="o", label=f"k={k}")
+        maj = {(r.get("majority") or {}).get("score") for r in _train(records, groups={"sweep", "figure2"})
+               if (r["task"], r["inter"], r.get("mode", "frozen")) == (task, inter, mode)} - {None}
+        if len(maj) == 1:  # the majority-class line; points at or below it crossed out
+            floor = maj.pop()
+            ax.axhline(floor, color="grey", linestyle=":", label="majority class")
+            flat = [(i, grid[(m, k)]) for k in ks for i, m in enumerate(ms) if (m, k) in grid and grid[(m, k)] <= floor]
+            if flat:
+                ax.scatter(*zip(*flat), marker="x", s=60, color="red", zorder=4,
+                           label="no useful utility (at or below the majority class)")
         ax.set_xticks(range(len(ms)), ms)
         ax.set_xlabel("m (mask pool size)")
         ax.set_ylabel("score")
@@ -386,9 +396,9 @@ def table6_md(records: list[dict]) -> str | None:
 
 
 @section("texthide_table6", "TextHide-inter with different public corpora (paper Table 6)", order=25, markdown=table6_md)
-def texthide_table6(records: list[dict], ctx: Context) -> str | None:
+def texthide_table6(records: list[dict], ctx: Context) -> Markup | None:
     rows = table6_rows(records)
-    return table(TABLE6_HEAD, rows) + f"<p>{_table6_note()}</p>" if rows else None
+    return join(table(TABLE6_HEAD, rows), para(_table6_note())) if rows else None
 
 
 RUN_HEAD = ["run", "group", "mode", "DP (mechanism, epsilon, calibration)", "eval mask", "|x| head", "reported score",
@@ -410,12 +420,8 @@ def run_rows(records: list[dict]) -> list[list[object]]:
             for r in _train(records)]
 
 
-#: the same headers for Markdown, where a bare "|" would split a column
-RUN_HEAD_MD = [h.replace("|", "\\|") for h in RUN_HEAD]
-
-
 @section("runs", "All training runs", order=1000,
-         markdown=lambda recs: md_table(RUN_HEAD_MD, run_rows(recs)) if run_rows(recs) else None)
-def all_runs(records: list[dict], ctx: Context) -> str | None:
+         markdown=lambda recs: md_table(RUN_HEAD, run_rows(recs)) if run_rows(recs) else None)
+def all_runs(records: list[dict], ctx: Context) -> Markup | None:
     rows = run_rows(records)
     return table(RUN_HEAD, rows) if rows else None

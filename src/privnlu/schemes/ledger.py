@@ -1,10 +1,13 @@
 """A data owner's privacy ledger: every release of a dataset, composed per example, against an owner-set budget.
 
-The ledger is a JSON file the owner keeps beside the key (mode 0600, written
-atomically). ``privnlu encode``, ``privnlu dp encode``, ``privnlu dchi privatize`` and ``privnlu train``
-take ``--ledger FILE``; :func:`release_of` records a release under any registered scheme: before any work the release is checked against the
-budget (refused with one line, nothing written, if it would exceed it), and once
-its files are written it is recorded with
+The ledger is one SQLite file the owner keeps beside the key (mode 0600; storage, schema and validation in
+:mod:`privnlu.schemes.ledger_store`). ``privnlu encode``, ``privnlu dp encode``, ``privnlu dchi privatize`` and
+``privnlu train`` take ``--ledger FILE``. A release (:func:`release_of`, under any registered scheme) is checked
+against the budget and recorded as *pending* in one transaction before any work (:meth:`Ledger.begin`: refused
+with one line, nothing written, if it would exceed the budget; concurrent releases are serialised, so two that the
+budget fits only one at a time cannot both pass), and marked *committed* once its output is written
+(:meth:`Pending.commit`). Pending releases count against the budget; one left by a crash is listed by
+``privnlu ledger FILE`` and settled with ``--resolve ID`` (:meth:`Ledger.resolve`). A release records
 
 * the dataset: a fingerprint, and a short hash of every example (text and label),
   so that releases of overlapping subsets compose for the examples they share;
@@ -31,9 +34,10 @@ example's. A release with no formal guarantee makes the example's guarantee
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import json
 import math
+import os
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -41,11 +45,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PrivnluError, require
-from ..io import SECRET_MODE, write_json_atomic
 from ..params import check_privacy_params
+from . import ledger_store as store
 from .base import Scheme
 
-FORMAT = "privnlu-ledger"
+FORMAT = store.FORMAT
 NO_GUARANTEE = "no formal guarantee"
 DEFAULT_DELTA = 1e-5
 
@@ -145,7 +149,8 @@ def compose_events(events: list[dict], delta: float) -> float:
 
 
 class Ledger:
-    """The ledger file (see the module docstring). ``Ledger.open(path)`` reads it, or starts an empty one."""
+    """The ledger file (see the module docstring). ``Ledger.open(path)`` reads and validates it; a missing one is
+    empty, and created by the first release or budget written into it."""
 
     def __init__(self, path: str | Path, data: dict) -> None:
         self.path = Path(path)
@@ -154,20 +159,17 @@ class Ledger:
     @classmethod
     def open(cls, path: str | Path) -> "Ledger":
         p = Path(path)
-        if not p.exists():
-            return cls(p, {"format": FORMAT, "version": 1, "budget": None, "datasets": {}, "releases": []})
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            raise PrivnluError(f"--ledger {p}: not a privnlu ledger (unreadable JSON)") from None
-        require(isinstance(data, dict) and data.get("format") == FORMAT, f"--ledger {p}: not a privnlu ledger file")
-        for r in data.get("releases", []):  # ledgers written before the scheme registry name d_chi's kind "dchi"
-            if r.get("guarantee") == "dchi":
-                r["guarantee"] = "metric-dp"
-        return cls(p, data)
+        return cls(p, store.load(p))
 
     def save(self) -> None:
-        write_json_atomic(self.path, self.data, mode=SECRET_MODE)
+        """Write the budget (:meth:`set_budget` writes it already; releases are written as they happen)."""
+        with store.transaction(self.path) as (con, data):
+            store.save_budget(con, self.data["budget"])
+        self.data = {**data, "budget": self.data["budget"]}
+
+    def pending(self) -> list[dict]:
+        """The releases recorded as pending: begun, not yet committed (they count against the budget)."""
+        return [r for r in self.data["releases"] if r["status"] == "pending"]
 
     # -- budget ----------------------------------------------------------
     @property
@@ -175,7 +177,8 @@ class Ledger:
         return self.data.get("budget")
 
     def set_budget(self, *, epsilon: float | None, delta: float | None, eta: float | None) -> None:
-        """The owner's budget per example: (epsilon, delta) for DP releases, a total eta for d_chi releases."""
+        """Set and write the owner's budget per example: (epsilon, delta) for DP releases, a total eta for d_chi
+        releases (an omitted one keeps its earlier value)."""
         if epsilon is not None:
             check_privacy_params(epsilon, DEFAULT_DELTA if delta is None else delta)
         if eta is not None:
@@ -184,6 +187,7 @@ class Ledger:
         self.data["budget"] = {"epsilon": epsilon if epsilon is not None else old.get("epsilon"),
                                "delta": delta if delta is not None else old.get("delta", DEFAULT_DELTA),
                                "eta": eta if eta is not None else old.get("eta")}
+        self.save()
 
     # -- composition -----------------------------------------------------
     def _groups(self, extra: tuple[Release, list[str]] | None = None) -> dict[str, list[tuple[int, ...]]]:
@@ -252,22 +256,163 @@ class Ledger:
                     "privnlu dp account --ledger FILE --budget-eta ETA); nothing was written")
         fp = fingerprint(hashes)
         mine = next(r for r in self.compose(delta=b.get("delta"), extra=(release, hashes)) if r["dataset"] == fp)
+        n = len(self.pending())
+        pending = f", {n} of them pending (privnlu ledger {self.path} lists them)" if n else ""
         if release.guarantee == "dp" and mine["epsilon"] > b["epsilon"] * (1 + 1e-9):
             raise PrivnluError(f"refused: this release would bring examples of {release.dataset_name} to epsilon = "
-                               f"{mine['epsilon']:.4g} (delta = {b['delta']:g}) over all their releases, above {where} "
-                               f"(epsilon = {b['epsilon']:g}); nothing was written")
+                               f"{mine['epsilon']:.4g} (delta = {b['delta']:g}) over all their releases{pending}, "
+                               f"above {where} (epsilon = {b['epsilon']:g}); nothing was written")
         if release.guarantee == "metric-dp" and mine["eta"] > b["eta"] * (1 + 1e-9):
             raise PrivnluError(f"refused: this release would bring examples of {release.dataset_name} to eta = "
-                               f"{mine['eta']:.4g} over all their d_chi releases, above {where} (eta = {b['eta']:g}); "
-                               "nothing was written")
+                               f"{mine['eta']:.4g} over all their d_chi releases{pending}, above {where} (eta = "
+                               f"{b['eta']:g}); nothing was written")
 
-    def record(self, release: Release, hashes: list[str]) -> None:
-        """Append the release (after its files are written) and save the ledger."""
-        fp = fingerprint(hashes)
-        self.data["datasets"].setdefault(fp, hashes)
-        self.data["releases"].append({**release.to_json(), "dataset": fp, "n_examples": len(hashes),
-                                      "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-        self.save()
+    def _row(self, release: Release, hashes: list[str], status: str) -> dict:
+        require(len(hashes) > 0, f"{release.dataset_name}: no example to release")
+        text = {k: store.CONTROL.sub(" ", getattr(release, k))
+                for k in ("command", "dataset_name", "mechanism", "meaning")}
+        return {**release.to_json(), **text, "status": status, "dataset": fingerprint(hashes),
+                "n_examples": len(hashes),
+                "output": store.relative_output(release.output, self.path.parent), "output_sha256": None,
+                "prior_sha256": None, "writer": os.getpid() if status == "pending" else None,
+                "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+    def begin(self, release: Release, hashes: list[str]) -> "Pending":
+        """Check the release against the budget and record it as pending, in one transaction (``BEGIN
+        IMMEDIATE``): of concurrent releases that the budget fits only one at a time, one is recorded and the
+        others are refused. Call before any work; :meth:`Pending.commit` once its output is written."""
+        target = Path(release.output)
+        prior = store.output_fingerprint(target)
+        with store.transaction(self.path) as (con, data):
+            self.data = data
+            self.check(release, hashes)
+            rid = store.insert_release(con, {**self._row(release, hashes, "pending"), "prior_sha256": prior}, hashes,
+                                       self.path)
+        self.data = store.load(self.path)
+        return Pending(self, rid, release, hashes, target, prior)
+
+    def record(self, release: Release, hashes: list[str]) -> int:
+        """Check and record, in one transaction, a release whose output is already written; returns its id."""
+        with store.transaction(self.path) as (con, data):
+            self.data = data
+            self.check(release, hashes)
+            row = {**self._row(release, hashes, "committed"),
+                   "output_sha256": store.output_fingerprint(Path(release.output))}
+            rid = store.insert_release(con, row, hashes, self.path)
+        self.data = store.load(self.path)
+        return rid
+
+    def resolve(self, rid: int, *, drop: bool = False) -> str:
+        """Settle the pending release ``rid`` left by a crash: committed if its output is there as the release left
+        it (the fingerprint noted before it was moved into place; with none noted, an output that differs from what
+        was there before), else dropped; ``drop``: dropped regardless (the owner knows it was never handed out).
+        Refused while the process that began it still runs. Returns "committed" or "dropped"."""
+        with store.transaction(self.path, create=False) as (con, data):
+            r = next((r for r in data["releases"] if r["id"] == rid), None)
+            require(r is not None, f"ledger {self.path}: no release {rid}")
+            require(r["status"] == "pending", f"ledger {self.path}: release {rid} is committed, not pending")
+            if r["writer"] is not None and r["writer"] != os.getpid() and _alive(r["writer"]):
+                raise PrivnluError(f"ledger {self.path}: release {rid} is being written by process {r['writer']}; "
+                                   "wait for it to end (or stop it), then try again")
+            target = self.path.parent / r["output"]
+            keep = not drop and was_written(target, r["output_sha256"], r["prior_sha256"])
+            if keep:
+                con.execute("UPDATE releases SET status = 'committed', writer = NULL, output_sha256 = ? WHERE id = ?",
+                            (store.output_fingerprint(target), rid))
+            else:
+                con.execute("DELETE FROM releases WHERE id = ?", (rid,))
+        self.data = store.load(self.path)
+        return "committed" if keep else "dropped"
+
+
+    def table(self, name: str | Path | None = None) -> list[str]:
+        """The releases as a table (pending ones marked), the budget, and how to settle pending ones."""
+        def guarantee(r: dict) -> str:
+            if r["guarantee"] == "dp":
+                return f"epsilon {r['epsilon']:.4g} (delta {r['delta']:g})"
+            return f"eta {r['eta']:g} (d_chi)" if r["guarantee"] == "metric-dp" else "none"
+
+        rows = [("ID", "STATUS", "TIME", "COMMAND", "DATASET", "EXAMPLES", "GUARANTEE", "OUTPUT")]
+        rows += [(str(r["id"]), "PENDING" if r["status"] == "pending" else r["status"], r["time"], r["command"],
+                  r["dataset_name"], str(r["n_examples"]), guarantee(r), r["output"]) for r in self.data["releases"]]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+        b = self.budget or {}
+        parts = [f"epsilon {b['epsilon']:g} (delta {b['delta']:g})" if b.get("epsilon") is not None else "",
+                 f"eta {b['eta']:g}" if b.get("eta") is not None else ""]
+        lines.append(f"budget per example: {', '.join(x for x in parts if x) or 'none'}")
+        pending = [str(r["id"]) for r in self.pending()]
+        if pending:
+            lines.append(f"{len(pending)} pending (ids {', '.join(pending)}): counted against the budget until "
+                         f"settled with privnlu ledger {name or self.path} --resolve ID")
+        return lines
+
+def was_written(target: Path, noted: str | None, prior: str | None) -> bool:
+    """Whether a pending release's output is at ``target``: its fingerprint is the one noted before the output was
+    moved into place or, with none noted, differs from the one found there when the release began."""
+    fp = store.output_fingerprint(target)
+    return fp is not None and (fp == noted if noted is not None else fp != prior)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Pending:
+    """A release recorded as pending (:meth:`Ledger.begin`): it counts against the budget until committed (output
+    written) or aborted (nothing written). As a context manager, an exception in its body aborts it."""
+
+    def __init__(self, ledger: Ledger, rid: int, release: Release, hashes: list[str], target: Path,
+                 prior: str | None) -> None:
+        self.ledger, self.id, self.release, self.hashes = ledger, rid, release, hashes
+        self.target, self.prior = target, prior
+        self.noted: str | None = None
+        self.done = False
+
+    def __enter__(self) -> "Pending":
+        return self
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if exc is not None and not self.done:
+            with contextlib.suppress(Exception):  # the body's error is the one to report; a crash here is resolvable
+                self.abort()
+
+    def note(self, staged: str | Path) -> None:
+        """Note the output's fingerprint as staged (a temporary file or folder), before it is moved into place."""
+        self.noted = store.output_fingerprint(Path(staged))
+        with store.transaction(self.ledger.path, create=False, full=False) as (con, _):
+            con.execute("UPDATE releases SET output_sha256 = ? WHERE id = ? AND status = 'pending'",
+                        (self.noted, self.id))
+
+    def commit(self, release: Release | None = None) -> None:
+        """Mark the release committed, its output written (``release``: its final record, e.g. DP-SGD's accounted
+        guarantee). A pending record removed meanwhile is recorded again: the release was made."""
+        rel = release if release is not None else self.release
+        row = {**self.ledger._row(rel, self.hashes, "committed"), "id": self.id, "prior_sha256": self.prior,
+               "output": store.relative_output(self.release.output, self.ledger.path.parent),
+               "output_sha256": store.output_fingerprint(self.target)}
+        with store.transaction(self.ledger.path, full=False) as (con, _):
+            con.execute("DELETE FROM releases WHERE id = ? AND status = 'pending'", (self.id,))
+            if con.execute("SELECT 1 FROM releases WHERE id = ?", (self.id,)).fetchone() is None:  # not resolved
+                store.insert_release(con, row, self.hashes, self.ledger.path)
+        self.done = True
+        self.ledger.data = store.load(self.ledger.path)
+
+    def abort(self) -> None:
+        """The release failed: drop its record, unless its output was written after all (then commit it)."""
+        if was_written(self.target, self.noted, self.prior):
+            self.commit()
+            return
+        with store.transaction(self.ledger.path, create=False, full=False) as (con, _):
+            con.execute("DELETE FROM releases WHERE id = ? AND status = 'pending'", (self.id,))
+        self.done = True
+        self.ledger.data = store.load(self.ledger.path)
 
 
 def account(path: str | Path, *, budget_epsilon: float | None = None, budget_delta: float | None = None,
@@ -286,8 +431,9 @@ def account(path: str | Path, *, budget_epsilon: float | None = None, budget_del
         ledger.save()
     b = ledger.budget or {}
     datasets = ledger.compose(delta=b.get("delta") or delta)
+    pending = ledger.pending()
     rec = {"kind": "dp-ledger", "privnlu": __version__, "ledger": str(path), "budget": ledger.budget,
-           "releases": len(ledger.data["releases"]), "datasets": datasets}
+           "releases": len(ledger.data["releases"]), "pending": len(pending), "datasets": datasets}
     lines = []
     for d in datasets:
         parts = [f"epsilon {d['epsilon']:.4g} (delta {d['delta']:g})" if d["epsilon"] is not None else None,
@@ -296,4 +442,7 @@ def account(path: str | Path, *, budget_epsilon: float | None = None, budget_del
         flag = (f"; {d['releases_without_formal_guarantee']} release(s) with no formal guarantee"
                 if d["releases_without_formal_guarantee"] else "")
         lines.append(f"{', '.join(d['names'])}: {d['releases_of_this_dataset']} release(s); worst example: {text}{flag}")
+    if pending:
+        lines.append(f"{len(pending)} pending release(s) (ids {', '.join(str(r['id']) for r in pending)}) count "
+                     f"against the budget: see privnlu ledger {path}")
     return rec, lines

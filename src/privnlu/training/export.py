@@ -101,6 +101,7 @@ def export_federated_model(dest: str | Path, *, record: dict, cfg: Any, head: nn
             "fraction_train": cfg.fraction_train, "pool_sizes": record["pool_sizes"], "secagg": cfg.secagg,
             "local_clip": cfg.local_clip, "local_noise": cfg.local_noise, "train_embeddings": cfg.train_embeddings,
             "client_eval_mask": cfg.eval_mask, "dp_fedsgd": record.get("dp"),
+            "client_dp": record.get("client_dp"),
             "score_source": record["score_source"], "client_score": record["score"]
             if record["score_source"].startswith("clients") else None,
         },
@@ -118,11 +119,12 @@ def export_dchi_model(dest: str | Path, *, record: dict, model: nn.Module, encod
 
     ``model`` is the run's :class:`~privnlu.training.private_finetune.Classifier` (a transformers encoder body, or
     a BiLSTM, + a linear layer on the pooled ``h(x)``), or in ``sequence`` mode the MLP head on ``h(x) + N``;
-    ``encoder`` the user-side (base) encoder. The transformer body is saved with ``save_pretrained`` at the root
-    (``AutoModel`` loads it; it is not an ``AutoModelForSequenceClassification``: privnlu's classifier is a linear
-    layer on the CLS/mean-pooled last hidden state, not on BERT's pooler), the BiLSTM in ``bilstm/``, the linear
-    layer as a privnlu head (:class:`MLPHead` without hidden layers) in ``head/``. ``sequence`` mode keeps the base
-    encoder unchanged, so it is named, not copied, as for a frozen train run.
+    ``encoder`` the user-side (base) encoder. The transformer body is saved with ``save_pretrained`` in
+    ``encoder/`` (``AutoModel`` loads it; it is not an ``AutoModelForSequenceClassification``: privnlu's classifier
+    is a linear layer on the CLS/mean-pooled last hidden state, not on BERT's pooler, and the folder's root
+    ``config.json`` makes transformers say so), the BiLSTM in ``bilstm/`` (its tokenizer in ``encoder/``), the
+    linear layer as a privnlu head (:class:`MLPHead` without hidden layers) in ``head/``. ``sequence`` mode keeps
+    the base encoder unchanged, so it is named, not copied, as for a frozen train run.
     """
     from ..models.bilstm import BiLSTMEncoder
 

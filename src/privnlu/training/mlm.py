@@ -20,7 +20,8 @@ of each sequence (at least one) are replaced by [MASK] (always [MASK]; BERT's
 * ``denoising``:   target = one-hot of ``x`` (the public original).
 
 Checkpoints. Every ``checkpoint_every`` steps (and at each phase end) the run
-writes ``checkpoint.pt`` atomically. The data order, masks, dropout and (with a
+writes its checkpoint atomically (``checkpoint.safetensors`` and ``checkpoint.json``,
+:mod:`privnlu.models.checkpoint`; never a pickle). The data order, masks, dropout and (with a
 seed) the noise of step ``t`` are functions of (seed, phase, t) only, so a
 resumed run equals an uninterrupted one; without a seed, noise is secure and a
 resumed run is a different but equally valid draw.
@@ -32,20 +33,24 @@ import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Annotated, Callable
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from pydantic import Field, JsonValue
 from torch import nn
 
 from ..choices import MLM_INPUT_MECHANISMS, MLM_OBJECTIVES
 from ..data import load_public_corpus
 from ..errors import PrivnluError
-from ..io import is_pickle, remove_stale_temps, torch_save_atomic, write_atomic, write_json_atomic
+from ..io import is_pickle, write_atomic, write_json_atomic
 from ..mechanisms.dchi import TokenSpace, m_rep, m_txt, privatized_positions
+from ..models import checkpoint
+from ..models.checkpoint import Checkpoint
 from ..models.precision import autocast, resolve_bf16
 from ..rng import SecretGenerator, derive_seed, seeded_torch
+from ..schemas.paths import is_local_path, path_ref
 from .batching import bucket_batches, count_batches, pad
 from .losses import soft_cross_entropy
 from .settings import PretrainConfig  # noqa: F401 (re-exported)
@@ -191,6 +196,7 @@ class Pretrainer:
         from ..models import load_encoder
 
         self.config, self.out = config, Path(out_dir)
+        checkpoint.refuse_legacy(self.out / "checkpoint.pt")  # before any work; never opened
         self.log = log or (lambda _m: None)
         enc = load_encoder(model, device=device)
         self.model_name = str(model or "packaged MiniLM")
@@ -297,18 +303,23 @@ class Pretrainer:
     def run(self, *, resume: bool = False, stop_after: int | None = None) -> dict:
         """Run (or continue) the schedule; ``stop_after``: at most this many steps in this call. Returns the record."""
         ckpt = self.out / "checkpoint.pt"
-        if ckpt.exists() and not resume:
-            raise PrivnluError(f"{ckpt} exists: pass --resume to continue that run, or choose another --out")
+        checkpoint.refuse_legacy(ckpt)
+        if checkpoint.exists(ckpt) and not resume:
+            raise PrivnluError(f"{checkpoint.files(ckpt)[1]} exists: pass --resume to continue that run, or choose "
+                               "another --out")
         state = {"phase": 0, "step": 0, "losses": {ph: [] for ph in PHASES}, "evals": {},
                  "data_seed": self.config.seed if self.config.seed is not None else int(self.secure.words(1)[0] >> np.uint64(1))}
-        blob = None
-        if resume and ckpt.exists():
-            blob = _load(ckpt)
-            if blob["config"] != asdict(self.config) or blob.get("init_head") != self.init_head:
+        saved: Checkpoint | None = None
+        if resume and checkpoint.exists(ckpt):
+            saved = _load(ckpt)
+            meta: PretrainCheckpoint = saved.state
+            if not checkpoint.same_settings(meta.config, asdict(self.config)) or meta.init_head != self.init_head:
                 raise PrivnluError(f"{ckpt} is from a run with other settings; use another --out")
-            self.model.load_state_dict(blob["model"])
-            self.head.load_state_dict(blob["head"])
-            state = blob["state"]
+            state = self._check_progress(saved, meta.progress)
+            checkpoint.load_tensors(saved, "model", self.model.state_dict())
+            checkpoint.load_tensors(saved, "head", self.head.state_dict())
+            checkpoint.load_module(saved, "model", self.model)
+            checkpoint.load_module(saved, "head", self.head)
         t0, done_now = time.time(), 0
         if "clean_before" not in state["evals"]:
             state["evals"]["clean_before"] = self.masked_accuracy(None)
@@ -320,10 +331,10 @@ class Pretrainer:
             self._set_trainable(phase)
             opt = torch.optim.AdamW(self._params(phase), weight_decay=0.01)
             sched = linear_warmup(opt, max(total, 1), 0.1)
-            if blob is not None and blob["state"]["phase"] == state["phase"] and "optimizer" in blob:
-                opt.load_state_dict(blob["optimizer"])
-                sched.load_state_dict(blob["scheduler"])
-            blob = None
+            if saved is not None and saved.state.progress.phase == state["phase"] and saved.state.optimizer is not None:
+                checkpoint.load_optimizer(saved, "optimizer", saved.state.optimizer, opt)
+                checkpoint.load_scheduler(saved, saved.state.scheduler, sched)
+            saved = None
             while state["step"] < total:
                 if stop_after is not None and done_now >= stop_after:
                     self._save(ckpt, state, opt, sched)
@@ -356,12 +367,36 @@ class Pretrainer:
                      f"privatized {state['evals']['private_after_adapt']:.4f}")
 
     def _save(self, path: Path, state: dict, opt, sched) -> None:
-        blob = {"config": asdict(self.config), "init_head": self.init_head, "model": self.model.state_dict(),
-                "head": self.head.state_dict(), "state": state}
+        """The run's state after ``state['step']`` steps of phase ``state['phase']`` (:mod:`privnlu.models.checkpoint`);
+        between phases without an optimizer."""
+        tensors = {f"model.{n}": t for n, t in self.model.state_dict().items()}
+        tensors.update({f"head.{n}": t for n, t in self.head.state_dict().items()})
+        meta = {"config": asdict(self.config), "init_head": self.init_head, "progress": state, "optimizer": None,
+                "scheduler": None}
         if opt is not None:
-            blob.update(optimizer=opt.state_dict(), scheduler=sched.state_dict())
-        remove_stale_temps(path)  # a SIGKILLed run's half-written checkpoint (SIGTERM leaves none)
-        torch_save_atomic(path, blob)
+            opt_tensors, meta["optimizer"] = checkpoint.flatten_optimizer(opt, "optimizer")
+            tensors.update(opt_tensors)
+            meta["scheduler"] = sched.state_dict()
+        steps = sum(len(v) for v in state["losses"].values())
+        checkpoint.save(path, written_by="pretrain", step=steps, tensors=tensors, state=meta)
+
+    def _check_progress(self, saved: Checkpoint, progress: "PretrainProgress") -> dict:
+        """The saved progress as the run keeps it, after checking it against this run's schedule."""
+        budget = self.phase_steps()
+        state = {"phase": progress.phase, "step": progress.step, "data_seed": progress.data_seed,
+                 "losses": {ph: [float(x) for x in progress.losses.get(ph, [])] for ph in PHASES},
+                 "evals": dict(progress.evals)}
+        if set(progress.losses) != set(PHASES) or saved.step != sum(len(v) for v in state["losses"].values()):
+            raise saved.error("the losses do not match the step count")
+        for i, ph in enumerate(PHASES):
+            done = len(state["losses"][ph])
+            if (i < progress.phase and done != budget[ph]) or (i == progress.phase and done != progress.step) \
+                    or (i > progress.phase and done) or done > budget[ph]:
+                raise saved.error(f"phase {ph}: {done} steps recorded, at step {progress.step} of phase "
+                                  f"{progress.phase}, of {budget[ph]} steps")
+        if self.config.seed is not None and progress.data_seed != self.config.seed:
+            raise saved.error("the data order's seed is not the run's --seed")
+        return state
 
     def _finish(self, state: dict, seconds: float) -> dict:
         from .export import export_pretrained_encoder
@@ -376,22 +411,41 @@ class Pretrainer:
         return rec
 
     def _record(self, state: dict, *, finished: bool, seconds: float) -> dict:
-        return {"kind": "dchi_pretrain", "model": self.model_name, **asdict(self.config), "init_head": self.init_head,
+        return {"kind": "dchi_pretrain", "model": path_ref(self.model_name, self.out) if is_local_path(self.model_name) else self.model_name, **asdict(self.config), "init_head": self.init_head,
                 "finished": finished, "bf16": self.bf16, "evals": dict(state["evals"]),
                 "loss_first": {ph: _mean(v[: self.config.checkpoint_every]) for ph, v in state["losses"].items()},
                 "loss_last": {ph: _mean(v[-self.config.checkpoint_every:]) for ph, v in state["losses"].items()},
                 "steps_done": {ph: len(v) for ph, v in state["losses"].items()}, "seconds_this_call": seconds,
-                "encoder_dir": str(self.out / "encoder") if finished else None}
+                "encoder_dir": "encoder" if finished else None}  # relative to the record's folder: no local path
 
 
 def _mean(v: list[float]) -> float | None:
     return sum(v) / len(v) if v else None
 
 
-def _load(path: Path) -> dict:
-    if not path.is_file():
-        raise PrivnluError(f"{path}: no such file")
-    try:
-        return torch.load(path, map_location="cpu", weights_only=False)
-    except Exception:
-        raise PrivnluError(f"{path} is corrupt or not a privnlu checkpoint; delete it to start over") from None
+class PretrainProgress(checkpoint.Strict):
+    """Where a ``privnlu dchi pretrain`` run stands: phase, step, the losses so far, evaluations, data seed."""
+
+    phase: Annotated[int, Field(ge=0, le=len(PHASES))]
+    step: Annotated[int, Field(ge=0)]
+    losses: dict[str, list[checkpoint.Recorded]]
+    evals: dict[str, Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]]
+    data_seed: Annotated[int, Field(ge=0, lt=2**64)]
+
+
+class PretrainCheckpoint(checkpoint.Strict):
+    """The JSON side of a ``privnlu dchi pretrain`` checkpoint."""
+
+    config: dict[str, JsonValue]
+    init_head: str | None
+    progress: PretrainProgress
+    optimizer: checkpoint.OptimizerMeta | None
+    scheduler: checkpoint.SchedulerState | None
+
+
+def _load(path: Path) -> Checkpoint:
+    """The checkpoint pair of ``path`` (OUT/checkpoint.safetensors and OUT/checkpoint.json), checked; never a pickle."""
+    saved = checkpoint.load(path, written_by="pretrain", state=PretrainCheckpoint)
+    if (saved.state.optimizer is None) != (saved.state.scheduler is None):
+        raise saved.error("an optimizer without its scheduler")
+    return saved

@@ -32,9 +32,10 @@ import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Annotated, Callable
 
 import torch
+from pydantic import Field, JsonValue
 from torch import nn
 
 from ..choices import FINETUNE_ENCODERS, FINETUNE_MODES
@@ -42,14 +43,16 @@ from ..data import TextDataset, get_task
 from ..data import metrics as glue_metrics
 from ..data.tasks import TaskSpec
 from ..errors import PrivnluError
-from ..io import torch_save_atomic, write_secret
+from ..io import write_secret
 from ..mechanisms.dchi import TokenSpace, m_rep, m_seq, m_txt
 from ..models import MLPHead, load_encoder
+from ..models import checkpoint as ckpt
 from ..models.bilstm import BiLSTMEncoder
 from ..models.encoder import SentenceEncoder, pool
 from ..models.features import extract_features
 from ..models.precision import autocast, resolve_bf16
 from ..rng import SecretGenerator, derive_seed, seeded_torch
+from ..schemas import shareable
 from ..schemes import for_finetune_mode
 from .batching import bucket_batches, count_batches, pad
 from .losses import targets_from_labels, task_loss
@@ -275,7 +278,7 @@ def finetune(prep: Prepared, config: FinetuneConfig, *, rng: SecretGenerator | N
         sched = linear_warmup(opt, steps, config.warmup_ratio)
         parts = {"model": model, "optimizer": opt, "scheduler": sched}
         ident = {"config": asdict(config), "task": prep.task.name, "train_size": n, "encoder_name": prep.model}
-        if checkpoint is not None and checkpoint.exists():
+        if checkpoint is not None and ckpt.exists(checkpoint):
             history = _restore(checkpoint, ident, parts, shuffle)
         model.train()
         for epoch in range(len(history), config.epochs):
@@ -294,9 +297,7 @@ def finetune(prep: Prepared, config: FinetuneConfig, *, rng: SecretGenerator | N
                 log(f"{prep.task.name} {config.encoder}/{config.mode} eta={config.eta} epoch {epoch + 1}: "
                     f"loss {loss_sum / n:.4f}, dev score {metrics['score']:.2f}")
             if checkpoint is not None:
-                torch_save_atomic(checkpoint, {**ident, "history": history, "shuffle": shuffle.get_state(),
-                                               "torch_rng": torch.get_rng_state(),
-                                               **{k: v.state_dict() for k, v in parts.items()}})
+                _save(checkpoint, ident, parts, shuffle, history)
     record = {
         "kind": "dchi_finetune", "task": prep.task.name, "metric": prep.task.metric,
         "eval_split": prep.task.eval_splits[0], "model": prep.model, **asdict(config),
@@ -309,20 +310,50 @@ def finetune(prep: Prepared, config: FinetuneConfig, *, rng: SecretGenerator | N
     return FinetuneResult(record, model)
 
 
+class FinetuneCheckpoint(ckpt.Strict):
+    """The JSON side of a ``privnlu dchi finetune`` checkpoint."""
+
+    config: dict[str, JsonValue]
+    task: str
+    train_size: Annotated[int, Field(ge=0)]
+    encoder_name: str | None
+    history: list[dict[str, JsonValue]]
+    seeded: bool
+    optimizer: ckpt.OptimizerMeta
+    scheduler: ckpt.SchedulerState
+
+
+def _save(path: Path, ident: dict, parts: dict, shuffle: torch.Generator, history: list[dict]) -> None:
+    """The state after ``len(history)`` epochs (:mod:`privnlu.models.checkpoint`)."""
+    opt_tensors, opt_meta = ckpt.flatten_optimizer(parts["optimizer"], "optimizer")
+    tensors = {f"model.{n}": t for n, t in parts["model"].state_dict().items()}
+    tensors.update(opt_tensors)
+    tensors["rng.shuffle"] = shuffle.get_state()
+    tensors["rng.torch"] = torch.get_rng_state()
+    ckpt.save(path, written_by="finetune", step=len(history), tensors=tensors, state={
+        **ident, "history": history, "seeded": ident["config"]["seed"] is not None, "optimizer": opt_meta,
+        "scheduler": parts["scheduler"].state_dict()})
+
+
 def _restore(path: Path, ident: dict, parts: dict, shuffle: torch.Generator) -> list[dict]:
-    """Load a fine-tuning checkpoint into ``parts``; returns the history of the finished epochs."""
-    try:
-        blob = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception:
-        raise PrivnluError(f"checkpoint {path} is corrupt; delete it to start over") from None
-    if {k: blob.get(k) for k in ident} != ident:
-        raise PrivnluError(f"checkpoint {path} is from a run with other settings; delete it or use another --out")
-    for k, part in parts.items():
-        part.load_state_dict(blob[k])
-    shuffle.set_state(blob["shuffle"])
+    """Check a fine-tuning checkpoint against this run, then load it into ``parts``; returns the history of the
+    finished epochs."""
+    c = ckpt.load(path, written_by="finetune", state=FinetuneCheckpoint)
+    saved: FinetuneCheckpoint = c.state
+    if not ckpt.same_settings({k: getattr(saved, k) for k in ident}, ident):
+        raise PrivnluError(f"checkpoint {c.path} is from a run with other settings; delete it or use another --out")
+    if len(saved.history) != c.step or c.step > int(ident["config"]["epochs"]):
+        raise c.error(f"step {c.step} with {len(saved.history)} history entries")
+    ckpt.load_tensors(c, "model", parts["model"].state_dict())
+    shuffle_state = ckpt.rng_state(c, "rng.shuffle", shuffle.get_state())
+    torch_rng = ckpt.rng_state(c, "rng.torch", torch.get_rng_state())
+    ckpt.load_module(c, "model", parts["model"])
+    ckpt.load_optimizer(c, "optimizer", saved.optimizer, parts["optimizer"])
+    ckpt.load_scheduler(c, saved.scheduler, parts["scheduler"])
+    shuffle.set_state(shuffle_state)
     if ident["config"]["seed"] is not None:  # dropout continues exactly in a seeded run
-        torch.set_rng_state(blob["torch_rng"])
-    return list(blob["history"])
+        torch.set_rng_state(torch_rng)
+    return [dict(h) for h in saved.history]
 
 
 def load_or_privatize(prep: Prepared, mode: str, eta: float | None, rng: SecretGenerator, path: Path) -> Payloads:
@@ -414,8 +445,8 @@ def run_grid(g: GridSettings, configs: list[FinetuneConfig], out: str | Path, *,
         payload_file = out / f".payload_{g.task}{'_' + g.tag if g.tag else ''}_{config.mode}_eta{config.eta}.pt"
         if key not in shared:
             shared = {key: load_or_privatize(prep, config.mode, config.eta, rng, payload_file)}
-        ckpt = path.with_name(f".{path.stem}.ckpt.pt")
-        res = finetune(prep, config, payloads=shared[key], log=log, checkpoint=ckpt)
+        ckpt_file = path.with_name(f".{path.stem}.ckpt.pt")  # the pair .<stem>.ckpt.safetensors / .json
+        res = finetune(prep, config, payloads=shared[key], log=log, checkpoint=ckpt_file)
         rec = res.record
         rec.update(tag=g.tag, settings=_settings(g, config), equal_budget=equal_budget,
                    budget=budget(rec["train_size"], config.batch_size, config.epochs),
@@ -423,8 +454,8 @@ def run_grid(g: GridSettings, configs: list[FinetuneConfig], out: str | Path, *,
         export_dchi_model(out / path.stem, record=rec, model=res.model, encoder=prep.encoder,
                           label_names=prep.task.label_names, pair=prep.pair, base_model=g.model)
         rec["model_dir"] = path.stem
-        write_json_atomic(path, rec)
-        ckpt.unlink(missing_ok=True)
+        write_json_atomic(path, shareable(rec, out))  # no local path in a file one may share
+        ckpt.remove(ckpt_file)
         if all((c.mode, c.eta) != key for c, _ in todo[i + 1:]):
             payload_file.unlink(missing_ok=True)
         log(f"{path.name}: dev score {rec['score']:.2f} ({rec['seconds']:.0f} s)")
@@ -453,7 +484,7 @@ def _finished(path: Path, settings: dict, *, force: bool, log) -> bool:
     if old is None:
         raise PrivnluError(f"{path} records no settings (an older privnlu wrote it): move it away, or --force to "
                            "recompute")
-    new = json.loads(json_text(settings))
+    new = json.loads(json_text(shareable(settings, path.parent)))  # as the writer stores paths
     diff = [f"{k} {old.get(k)!r} -> {new.get(k)!r}" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
     if diff:
         raise PrivnluError(f"{path} holds a run computed with other settings ({'; '.join(diff[:4])}): use another "

@@ -7,25 +7,28 @@
 * :func:`release_text_file`: a text file privatized with a d_chi scheme on the user's side, streamed
   (``privnlu dchi privatize``).
 
-With a ledger, the release is checked against the owner's budget before any work and recorded once written
-(:mod:`privnlu.schemes.ledger`).
+With a ledger, the release is checked against the owner's budget and recorded as pending in one transaction before
+any work; the output's fingerprint is noted before it is moved into place, and the release is committed once it is
+there. A failure in between drops the pending record (nothing was written); a crash leaves it pending, counted
+against the budget and listed by ``privnlu ledger`` (:mod:`privnlu.schemes.ledger`).
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 from ..data import get_task
 from ..errors import PrivnluError
-from ..io import SECRET_MODE, atomic_paths
+from ..io import SECRET_MODE, atomic_path, atomic_paths
 from ..mechanisms.release import SharedPayload, hide_dataset
 from ..models import load_encoder
 from ..models.encoder import public_model_name
 from ..rng import SecretGenerator
 from ..schemes import Scheme
-from ..schemes.ledger import Ledger, dataset_hashes, lines_hashes, release_of
+from ..schemes.ledger import Ledger, Pending, dataset_hashes, lines_hashes, release_of
 from .engine import RunSpec, load_splits, prepare, split_release
 
 Log = Callable[[str], None]
@@ -53,14 +56,31 @@ def release_split(spec: RunSpec, split: str, out: str | Path, key_out: str | Pat
     check_split(spec.task, split)
     enc = load_encoder(spec.model, pooling=spec.pooling, device=spec.device)
     spec = replace(spec, train=replace(spec.train, epochs=encodings))  # a release's passes are its "epochs"
-    record = None
-    if ledger is not None:  # refuse an over-budget release before any work
+    pending = None
+    if ledger is not None:  # refuse an over-budget release before any work; else record it as pending
         _, train, evals = load_splits(spec)
         ds = train if split == "train" else evals[split]
         cal = scheme.calibrate(dim=enc.dim, epochs=encodings) if scheme.formal == "dp" else None
-        book, hashes = Ledger.open(ledger), dataset_hashes(ds)
         record = release_of(scheme, command, f"{spec.task}/{split}", str(out), calibration=cal)
-        book.check(record, hashes)
+        pending = Ledger.open(ledger).begin(record, dataset_hashes(ds))
+    with pending or contextlib.nullcontext():  # an error before the files are in place drops the pending record
+        payload, cal = _encode_split(spec, split, out, key_out, enc, encodings=encodings, batch_size=batch_size,
+                                     seed=seed, own_files=own_files, progress=progress, refresh_cache=refresh_cache,
+                                     pending=pending)
+        if pending is not None:
+            pending.commit()
+    label = f" ({cal.to_json()['label']})" if cal is not None else ""
+    log(f"wrote {len(payload.x)} encodings{label} to {out}; key material to {key_out} (mode 0600, keep it private)"
+        + (f"; recorded in the ledger {ledger}" if pending is not None else ""))
+    return payload
+
+
+def _encode_split(spec: RunSpec, split: str, out: str | Path, key_out: str | Path, enc, *, encodings: int,
+                  batch_size: int, seed: int | None, own_files: bool, progress: bool, refresh_cache: bool,
+                  pending: Pending | None) -> tuple[SharedPayload, object]:
+    """Encode the split and write the shared file and the key together; the shared file's fingerprint is noted in
+    the pending ledger record before the files are moved into place. Returns the payload and the calibration."""
+    scheme = spec.scheme
     prep = prepare(spec, progress=progress, refresh_cache=refresh_cache, encoder=enc)
     _, x, y = split_release(prep, split)
     hider = scheme.release_hider(dim=prep.encoder.dim, rng=SecretGenerator(seed, warn=False), epochs=encodings,
@@ -68,18 +88,15 @@ def release_split(spec: RunSpec, split: str, out: str | Path, key_out: str | Pat
     cal = getattr(hider, "calibration", None)
     meta = {"task": prep.task.name, "split": split, "label_names": list(prep.task.label_names),
             "encoder": public_model_name(prep.encoder), "encoder_fingerprint": prep.encoder.fingerprint,
-            "pooling": spec.pooling, "data": "own files" if own_files else "named task", "scheme": scheme.name,
+            "pooling": spec.pooling, "max_length": spec.max_length, "bf16": spec.bf16, "data": "own files" if own_files else "named task", "scheme": scheme.name,
             **({"dp": cal.to_json()} if cal is not None else {})}
     payload, key = hide_dataset(hider, x, y, epochs=encodings, batch_size=batch_size, meta=meta)
     with atomic_paths((out, None), (key_out, SECRET_MODE)) as (out_tmp, key_tmp):  # both or neither
         key.save(key_tmp)
         payload.save(out_tmp)
-    if record is not None:
-        book.record(record, hashes)
-    label = f" ({cal.to_json()['label']})" if cal is not None else ""
-    log(f"wrote {len(payload.x)} encodings{label} to {out}; key material to {key_out} (mode 0600, keep it private)"
-        + (f"; recorded in the ledger {ledger}" if record is not None else ""))
-    return payload
+        if pending is not None:
+            pending.note(out_tmp)
+    return payload, cal
 
 
 #: warn when at least this share of the input's tokens is expected to survive (text) or be inverted (token)
@@ -93,7 +110,7 @@ def release_text_file(scheme: Scheme, src: str | Path, out: str | Path, *, model
                       seed: int | None = None, ledger: str | Path | None = None, log: Log = lambda s: None) -> int:
     """Privatize ``src`` (one text per line, UTF-8) with a d_chi scheme into ``out`` (atomically): text for
     ``dchi-text``, an ``.npz`` of noisy vectors for ``dchi-token``/``dchi-sequence``. Returns the texts written."""
-    from ..mechanisms.dchi_text import OUTPUT_SUFFIX, DchiPrivatizer, privatize_file
+    from ..mechanisms.dchi_text import OUTPUT_SUFFIX
 
     if scheme.release != "once":
         raise PrivnluError(f"privnlu dchi privatize runs the d_chi schemes, not {scheme.name}")
@@ -108,12 +125,30 @@ def release_text_file(scheme: Scheme, src: str | Path, out: str | Path, *, model
     suffix = OUTPUT_SUFFIX[scheme.mechanism]
     if out.suffix != suffix:
         raise PrivnluError(f"--out for --scheme {scheme.name} should end in {suffix}")
-    record = None
-    if ledger is not None:  # refuse a release over the owner's eta budget before any work
-        book, hashes = Ledger.open(ledger), lines_hashes(src)
+    pending = None
+    if ledger is not None:  # refuse a release over the owner's eta budget before any work; else record it as pending
+        from ..data.dataset import check_utf8
+
+        check_utf8(src)  # the ledger hashes the lines as UTF-8 text: one line, not a traceback
         name = Path(model).name if model else "all-MiniLM-L6-v2 (packaged)"
         record = release_of(scheme, "dchi privatize", src.name, str(out), model=name)
-        book.check(record, hashes)
+        pending = Ledger.open(ledger).begin(record, lines_hashes(src))
+    with pending or contextlib.nullcontext():  # an error before the file is in place drops the pending record
+        texts = _privatize(scheme, src, out, model=model, pooling=pooling, max_length=max_length, hnsw=hnsw,
+                           chunk_lines=chunk_lines, seed=seed, pending=pending, log=log)
+        if pending is not None:
+            pending.commit()
+    log(f"privatized {texts} texts with {scheme.name} at eta = {scheme.eta:g}; wrote {out}"
+        + (f"; recorded in the ledger {ledger}" if pending is not None else ""))
+    return texts
+
+
+def _privatize(scheme: Scheme, src: Path, out: Path, *, model: str | None, pooling: str, max_length: int, hnsw: bool,
+               chunk_lines: int, seed: int | None, pending: Pending | None, log: Log) -> int:
+    """Privatize ``src`` into ``out`` (atomically); the output's fingerprint is noted in the pending ledger record
+    before it is moved into place. Returns the texts written."""
+    from ..mechanisms.dchi_text import DchiPrivatizer, privatize_file
+
     priv = DchiPrivatizer.load(eta=scheme.eta, mechanism=scheme.mechanism, model=model, pooling=pooling,
                                rng=SecretGenerator(seed, warn=False), max_length=max_length, hnsw=hnsw)
     if scheme.level != "sentence-representation":
@@ -126,12 +161,12 @@ def release_text_file(scheme: Scheme, src: str | Path, out: str | Path, *, model
             log(f"warning: line {line} has {tokens} tokens; truncated to {max_length - 2} (+[CLS]/[SEP] = "
                 f"--max-length {max_length})")
 
-    summary = privatize_file(priv, src, out, chunk_lines=chunk_lines, on_truncate=warn)
+    with atomic_path(out) as staged:
+        summary = privatize_file(priv, src, staged, chunk_lines=chunk_lines, on_truncate=warn)
+        if pending is not None:
+            pending.note(staged)
     if len(summary.truncated) > MAX_TRUNCATION_LINES:
         log(f"warning: {len(summary.truncated)} texts in all were truncated to --max-length {max_length}")
-    if record is not None:
-        book.record(record, hashes)
-    log(f"privatized {summary.texts} texts with {scheme.name} at eta = {scheme.eta:g}; wrote {out}")
     return summary.texts
 
 

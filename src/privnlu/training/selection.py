@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..io import read_json, write_json_atomic
+from ..schemas import shareable
 from .engine import Prepared, RunSpec, train_run
 
 HOLDOUT_FRACTION = 0.1
@@ -94,7 +95,7 @@ def _candidate(spec: RunSpec, split: Prepared, done: Path | None, *, progress: b
     interrupted selection loses at most one epoch."""
     if done is not None and done.exists():
         rec = read_json(done)
-        if rec.get("spec") == json.loads(json.dumps(spec.to_json())):
+        if rec.get("spec") == json.loads(json.dumps(shareable(spec.to_json(), done.parent))):
             return rec
     return train_run(spec, split, out=done, progress=progress, group=group)
 

@@ -2,7 +2,8 @@
 
 A point's file records the settings it was computed with (its run spec); a rerun reuses it only if they match
 the current ones. A mismatch is refused before any work starts, naming the file and the settings that differ
-(``--force`` recomputes); an unreadable point file is recomputed, with a one-line notice naming it.
+(``--force`` recomputes); an unreadable point file is recomputed, with a one-line notice naming it. Each point's
+record carries the majority-class score, the floor the sweep plot draws.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..errors import PrivnluError
 from ..io import json_text, read_json, write_json_atomic
 from ..mechanisms.texthide import check_k
 from .engine import RunSpec, grid_label, prepare, train_run, with_scheme
+from .selection import majority
 
 
 def run_sweep(base: RunSpec, m_grid: list[float], k_grid: list[int], out: Path, *, inter: bool = False,
@@ -35,7 +37,7 @@ def run_sweep(base: RunSpec, m_grid: list[float], k_grid: list[int], out: Path, 
     prep = prepare(first, progress=progress, refresh_cache=refresh_cache)
     points = []
     for m, k, spec, path in grid:
-        rec = done.get(path) or train_run(spec, prep, out=path, progress=False, group="sweep")
+        rec = done.get(path) or _train_point(spec, prep, path)
         points.append({"m": rec["m"], "k": rec["k"], "score": rec["score"], "best_score": rec["best_score"], "file": path.name})
         if progress:
             print(f"  {grid_label(m, k):>12s}  {rec['metric']} score {rec['score']:.2f}", flush=True)
@@ -45,13 +47,27 @@ def run_sweep(base: RunSpec, m_grid: list[float], k_grid: list[int], out: Path, 
     return summary
 
 
+def _train_point(spec: RunSpec, prep, path: Path) -> dict:
+    """One point's run, with the majority-class score beside it (the plot's floor), written atomically."""
+    rec = train_run(spec, prep, progress=False, group="sweep")
+    rec["majority"] = majority(prep)
+    from ..schemas import shareable
+
+    write_json_atomic(path, shareable(rec, path.parent))  # no local path in a file one may share
+    return rec
+
+
 #: run-spec fields that do not change a point's result (where files are cached, which device computes them)
 IGNORED_SETTINGS = ("cache_dir", "device", "encode_batch_size")
 
 
-def point_settings(spec: RunSpec) -> dict:
-    """The settings that define a point's result, flattened to ``{"train.epochs": 3, ...}``, as JSON stores them."""
-    return _flat({k: v for k, v in json.loads(json_text(spec.to_json())).items() if k not in IGNORED_SETTINGS})
+def point_settings(spec: RunSpec, folder: Path | None = None) -> dict:
+    """The settings that define a point's result, flattened to ``{"train.epochs": 3, ...}``, as JSON stores them
+    in a file in ``folder`` (paths written portably: :func:`privnlu.schemas.shareable`)."""
+    from ..schemas import shareable
+
+    return _flat({k: v for k, v in json.loads(json_text(shareable(spec.to_json(), folder))).items()
+                  if k not in IGNORED_SETTINGS})
 
 
 def finished_point(path: Path, spec: RunSpec, *, force: bool = False) -> dict | None:
@@ -69,7 +85,7 @@ def finished_point(path: Path, spec: RunSpec, *, force: bool = False) -> dict | 
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         sys.stderr.write(f"privnlu: {path} is not a readable point result; recomputing it\n")
         return None
-    new = point_settings(spec)
+    new = point_settings(spec, path.parent)
     diff = [f"{k} {old.get(k)!r} -> {new.get(k)!r}" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
     if diff:
         raise PrivnluError(f"{path} holds a point computed with other settings ({'; '.join(diff[:4])}"

@@ -8,7 +8,8 @@ Both are ``head(hide(represent(batch)))`` with a different ``represent``, so the
 share this loop: AdamW, a linear schedule with warm-up ratio 0.1, soft-label
 cross-entropy (MSE for regression), fresh TextHide keys for every batch of
 every epoch, evaluation on unmixed dev representations after each epoch, and an
-atomic checkpoint per epoch so an interrupted run resumes where it stopped.
+atomic checkpoint per epoch (safetensors + JSON, :mod:`privnlu.models.checkpoint`) so an interrupted run
+resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Annotated, Callable, Sequence
 
 import torch
+from pydantic import Field, JsonValue
 from torch import nn
 from tqdm.auto import tqdm
 
@@ -27,8 +29,8 @@ from ..choices import EVAL_MASKS
 from ..data import metrics as glue_metrics
 from ..data.tasks import TaskSpec
 from ..errors import PrivnluError, require_learning_rate
-from ..io import remove_stale_temps, torch_save_atomic
 from ..mechanisms.texthide import TextHide
+from ..models import checkpoint as ckpt
 from ..models.precision import autocast
 from .batching import bucket_batches, count_batches
 from .losses import task_loss
@@ -149,9 +151,7 @@ def fit(
     modules = {"head": head, **(extra_modules or {})}
     state = TrainState()
     shuffle = torch.Generator().manual_seed(config.seed if config.seed is not None else int(time.time_ns() % 2**62))
-    if checkpoint is not None:
-        remove_stale_temps(checkpoint)  # a killed run's half-written checkpoint (SIGKILL); SIGTERM leaves none
-    if checkpoint is not None and resume and checkpoint.exists():
+    if checkpoint is not None and resume and ckpt.exists(checkpoint):
         state = _restore(checkpoint, modules, optimizer, scheduler, shuffle, config, hider)
     device = next(head.parameters()).device
 
@@ -198,38 +198,57 @@ def epoch_line(h: dict, epochs: int) -> str:
     return f"epoch {h['epoch']}/{epochs}: train loss {h['train_loss']:.4f}, {scores} ({h['seconds']:.0f} s)"
 
 
+class TrainCheckpoint(ckpt.Strict):
+    """The JSON side of a ``privnlu train`` checkpoint."""
+
+    epoch: Annotated[int, Field(ge=1)]
+    history: list[dict[str, JsonValue]]
+    config: dict[str, JsonValue]
+    secret_stream: ckpt.PCG64State | None
+    seeded: bool
+    optimizer: ckpt.OptimizerMeta
+    scheduler: ckpt.SchedulerState
+
+
 def _save(path: Path, modules, optimizer, scheduler, shuffle, state: TrainState, config: TrainConfig,
           hider: TextHide | None) -> None:
-    """Everything needed to continue after this epoch. A seeded run also keeps its secret stream's position and
-    PyTorch's RNG (dropout), so that it resumes exactly; an unseeded run has no secret state to save."""
+    """Everything needed to continue after this epoch (:mod:`privnlu.models.checkpoint`). A seeded run also keeps
+    its secret stream's position and PyTorch's RNG (dropout), so that it resumes exactly; an unseeded run has no
+    secret state to save."""
     seeded = config.seed is not None
-    torch_save_atomic(path, {
+    opt_tensors, opt_meta = ckpt.flatten_optimizer(optimizer, "optimizer")
+    tensors = {f"modules.{k}.{n}": t for k, m in modules.items() for n, t in m.state_dict().items()}
+    tensors.update(opt_tensors)
+    tensors["rng.shuffle"] = shuffle.get_state()
+    if seeded:
+        tensors["rng.torch"] = torch.get_rng_state()
+    ckpt.save(path, written_by="train", step=state.epoch, tensors=tensors, state={
+        "epoch": state.epoch, "history": state.history, "config": asdict(config), "seeded": seeded,
         "secret_stream": hider.rng.experiment_state() if hider is not None else None,
-        "torch_rng": torch.get_rng_state() if seeded else None,
-        "modules": {k: m.state_dict() for k, m in modules.items()},
-        "optimizer": optimizer.state_dict(),
-        "scheduler": scheduler.state_dict(),
-        "shuffle": shuffle.get_state(),
-        "epoch": state.epoch,
-        "history": state.history,
-        "config": asdict(config),
-    })
+        "optimizer": opt_meta, "scheduler": scheduler.state_dict()})
 
 
 def _restore(path: Path, modules, optimizer, scheduler, shuffle, config: TrainConfig, hider: TextHide | None) -> TrainState:
-    try:
-        blob = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception:
-        raise PrivnluError(f"checkpoint {path} is corrupt; delete it to start over") from None
-    if blob.get("config") != asdict(config):
-        raise PrivnluError(f"checkpoint {path} is from a run with other settings; delete it or use another --out")
+    """Check the checkpoint against this run (settings, model, optimizer) before anything is loaded, then load it."""
+    c = ckpt.load(path, written_by="train", state=TrainCheckpoint)
+    saved: TrainCheckpoint = c.state
+    if not ckpt.same_settings(saved.config, asdict(config)):
+        raise PrivnluError(f"checkpoint {c.path} is from a run with other settings; delete it or use another --out")
+    if saved.epoch != c.step or len(saved.history) != saved.epoch or saved.epoch > config.epochs:
+        raise c.error(f"epoch {saved.epoch} with {len(saved.history)} history entries, of {config.epochs} epochs")
     for k, m in modules.items():
-        m.load_state_dict(blob["modules"][k])
-    optimizer.load_state_dict(blob["optimizer"])
-    scheduler.load_state_dict(blob["scheduler"])
-    shuffle.set_state(blob["shuffle"])
+        ckpt.load_tensors(c, f"modules.{k}", m.state_dict())
+    shuffle_state = ckpt.rng_state(c, "rng.shuffle", shuffle.get_state())
+    torch_rng = ckpt.rng_state(c, "rng.torch", torch.get_rng_state()) if saved.seeded else None
+    if (saved.secret_stream is None) != (hider is None or hider.rng.experiment_state() is None):
+        raise c.error("the secret stream's position does not match the scheme and seed")
+    for k, m in modules.items():
+        ckpt.load_module(c, f"modules.{k}", m)
+    ckpt.load_optimizer(c, "optimizer", saved.optimizer, optimizer)
+    ckpt.load_scheduler(c, saved.scheduler, scheduler)
+    shuffle.set_state(shuffle_state)
     if hider is not None:
-        hider.rng.restore_experiment_state(blob.get("secret_stream"))
-    if config.seed is not None and blob.get("torch_rng") is not None:
-        torch.set_rng_state(blob["torch_rng"])
-    return TrainState(epoch=int(blob["epoch"]), history=list(blob["history"]))
+        hider.rng.restore_experiment_state(saved.secret_stream.model_dump() if saved.secret_stream else None)
+    if config.seed is not None and torch_rng is not None:
+        torch.set_rng_state(torch_rng)
+    return TrainState(epoch=saved.epoch, history=[dict(h) for h in saved.history])
