@@ -71,3 +71,12 @@ def joint_and_frozen_runs(tmp_path_factory, tiny_model) -> Path:
     for mode in ("joint", "frozen"):
         train_once(env, mode, "--mode", mode)
     return root
+
+
+def checkpoint_tensors(run: Path, group: str) -> dict:
+    """The tensors of ``group`` (``modules.head``, ``params``, ...) in a run's ``checkpoint.safetensors``, keyed
+    without the group prefix."""
+    from safetensors.torch import load_file
+
+    return {k.removeprefix(group + "."): v for k, v in load_file(str(run / "checkpoint.safetensors")).items()
+            if k.startswith(group + ".")}

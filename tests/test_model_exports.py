@@ -11,7 +11,7 @@ import pytest
 import torch
 import yaml
 
-from conftest import toy_glue_dir
+from conftest import checkpoint_tensors, toy_glue_dir
 from privnlu.cli.main import main
 
 
@@ -32,20 +32,6 @@ def assert_shareable(folder) -> None:
     for f in [folder, *folder.rglob("*")]:
         assert stat.S_IMODE(os.stat(f).st_mode) & 0o044, f
         assert f.suffix != ".pt", f
-
-
-def checkpoint_tensors(run, group: str) -> dict:
-    """The tensors of ``group`` (``modules.head``, ``params``, ...) in a run's checkpoint (safetensors, or an
-    older ``checkpoint.pt``), keyed without the group prefix."""
-    if (run / "checkpoint.safetensors").is_file():
-        from safetensors.torch import load_file
-
-        return {k.removeprefix(group + "."): v for k, v in load_file(str(run / "checkpoint.safetensors")).items()
-                if k.startswith(group + ".")}
-    blob = torch.load(run / "checkpoint.pt", weights_only=False)
-    for part in group.split("."):
-        blob = blob[part]
-    return blob
 
 
 def dev_accuracy(rows, labels) -> float:

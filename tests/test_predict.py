@@ -10,7 +10,7 @@ import pytest
 import torch
 import yaml
 
-from conftest import toy_glue_dir, train_once, write
+from conftest import checkpoint_tensors, toy_glue_dir, train_once, write
 from privnlu.cli.main import main
 
 
@@ -42,20 +42,6 @@ def baseline_run(env):
 @pytest.fixture(scope="module")
 def texthide_run(env):
     return train(env, "texthide", "--scheme", "texthide", "--m", "4", "--k", "2", "--epochs", "2")
-
-
-def checkpoint_tensors(run, group: str) -> dict:
-    """The tensors of ``group`` (``modules.head``, ``params``, ...) in a run's checkpoint (safetensors, or an
-    older ``checkpoint.pt``), keyed without the group prefix."""
-    if (run / "checkpoint.safetensors").is_file():
-        from safetensors.torch import load_file
-
-        return {k.removeprefix(group + "."): v for k, v in load_file(str(run / "checkpoint.safetensors")).items()
-                if k.startswith(group + ".")}
-    blob = torch.load(run / "checkpoint.pt", weights_only=False)
-    for part in group.split("."):
-        blob = blob[part]
-    return blob
 
 
 def folder_text(folder) -> str:
