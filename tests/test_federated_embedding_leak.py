@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from flwr.app import Array, ArrayRecord, RecordDict
+from flwr.app import RecordDict
 
 from federated_helpers import InProcessGrid, ensure_task_identity, token_row_leaks
 from privnlu.attacks.embedding_leak import (EMBEDDING_LEAK_THREAT, EmbeddingLeakAttack, read_token_set, score_sentences,
@@ -18,7 +18,7 @@ from privnlu.attacks.threat import AttackerView
 from privnlu.errors import PrivnluError
 from privnlu.federated import FederatedConfig
 from privnlu.federated.wire import WireLog, load_capture
-from privnlu.federated.client import _client_data, _encoder, client_update, make_client_app, replay_batch
+from privnlu.federated.client import _client_data, client_update, make_client_app, replay_batch
 from privnlu.federated.data import load_train, shard_indices
 from privnlu.federated.model import build_model, embedding_tables
 from privnlu.federated.secagg import deal_pair_seeds

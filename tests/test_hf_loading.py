@@ -9,7 +9,6 @@ import json
 import pytest
 
 
-from privnlu.cli.main import main
 from privnlu.models.saving import LOADER
 
 

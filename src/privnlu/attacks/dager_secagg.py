@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import torch
 
 from .dager_attack import SpanInversionAttack, attacker_encoder, special_ids
 from .dager_measure import _dropouts
