@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import tempfile
 import time
 from collections import defaultdict
@@ -71,6 +72,7 @@ def main() -> None:
         settings = AuditSettings(task=TASK, schemes=tuple(s for s in args.schemes.split(",") if s),
                                  cache_dir=None if args.warm_cache else str(tmp_path / "cache"))
 
+        load0 = os.getloadavg()[0]  # other processes' work at the start (the record keeps it at the end too)
         t0, c0 = time.perf_counter(), time.process_time()
         recs = run_audit(settings, tmp_path / "audit", progress=False)  # first: it pays the encoding
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -93,7 +95,7 @@ def main() -> None:
          ratios={"audit_over_plain_training": wall / ref, "audit_over_10_minute_budget": wall / BUDGET,
                  "shared_preparation_over_plain_training": shared / ref,
                  **{f"{s}_over_plain_training": t / ref for s, t in per_scheme.items()}},
-         rows=args.rows, dev_rows=args.dev_rows, points=len(recs), warm_cache=args.warm_cache,
+         rows=args.rows, dev_rows=args.dev_rows, load_average_at_start=round(load0, 2), points=len(recs), warm_cache=args.warm_cache,
          settings={k: v for k, v in recs[0]["settings"].items() if k != "point"},
          cpu_seconds_audit=round(cpu, 1),  # the work done, whatever else the machine runs (all threads summed)
          seconds={"audit": round(wall, 1), "plain_training": [round(before, 2), round(after, 2)],

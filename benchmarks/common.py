@@ -7,8 +7,9 @@ each ratio are kept in the record's ``details`` for whoever wants them.
 
 :func:`save` writes ``runs/bench/<name>.json`` (``$PRIVNLU_BENCH_DIR`` overrides the folder) with:
 
+* ``kind``: ``benchmark`` (``privnlu report`` renders such records);
 * ``machine``: CPU model name (``lscpu``), the instruction sets that matter for the products (AVX2, AVX-512,
-  AVX-512 BF16, AMX), cores, torch's CPU capability and threads, torch and Python versions;
+  AVX-512 BF16, AMX), cores, torch's CPU capability and threads, torch and Python versions, and the 1-minute load average when it was written;
 * ``reference``: what the ratios divide by;
 * ``ratios``: the benchmark's results, each a ratio to that reference (``x`` faster, or ``x`` the bound);
 * ``details``: sizes, seconds and anything else needed to read the ratios.
@@ -113,6 +114,14 @@ def machine() -> dict:
     }
 
 
+def _load() -> float | None:
+    """The machine's 1-minute load average when the record is written (other processes' work shows here)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
 def out_dir() -> Path:
     return Path(os.environ.get("PRIVNLU_BENCH_DIR", "runs/bench"))
 
@@ -121,7 +130,8 @@ def save(name: str, *, reference: str, ratios: dict[str, float], **details) -> d
     """Write ``runs/bench/<name>.json`` and print its ratios (see the module docstring)."""
     if not ratios:
         raise ValueError(f"benchmark {name}: no ratio to report")
-    record = {"benchmark": name, "machine": machine(), "reference": reference,
+    record = {"kind": "benchmark", "benchmark": name, "machine": {**machine(), "load_average_1min": _load()},
+              "reference": reference,
               "ratios": {k: round(float(v), 3) for k, v in ratios.items()}, "details": details}
     out = out_dir()
     out.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
-"""Test helpers for the federated tests: secret-leak detectors (and the in-process Grid, re-exported)."""
+"""Test helpers for the federated tests: secret-leak detectors, a tiny 3-layer BERT, a dropout-free recorded run
+(and the in-process Grid, re-exported)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,34 @@ import numpy as np
 import torch
 
 from privnlu.federated.inprocess import InProcessGrid, ensure_task_identity  # noqa: F401 - re-exported for the tests
+
+
+def tiny_bert3(folder):
+    """A 3-layer tiny BERT, 32 wide, under ``folder``: with [CLS] pooling the last layer's gradient only sees
+    [CLS]'s query, so the span attack's second layer must not be the last."""
+    from privnlu.models.tiny import make_tiny_bert
+
+    return make_tiny_bert(folder / "bert", layers=3)
+
+
+def capture_without_dropout(cfg, path):
+    """Run ``cfg`` in process with the clients' encoder dropout off (the attacker's best case: exact inversion
+    assumes it; docs/design/federated.md), record its wire to ``path`` and return the loaded capture."""
+    from privnlu.federated.client import _encoder, make_client_app
+    from privnlu.federated.server import run_server
+    from privnlu.federated.wire import WireLog, load_capture
+
+    drops = [m for m in _encoder(cfg).modules() if isinstance(m, torch.nn.Dropout)]
+    saved = [m.p for m in drops]
+    try:
+        for m in drops:
+            m.p = 0.0
+        log = WireLog()
+        run_server(InProcessGrid(make_client_app(cfg), cfg.clients), cfg, out=None, wire=log)
+    finally:
+        for m, p in zip(drops, saved):
+            m.p = p
+    return load_capture(log.save(path))
 
 
 def max_abs_cosine(arrays: list[np.ndarray], secrets: torch.Tensor) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from federated_helpers import InProcessGrid, ensure_task_identity
+from federated_helpers import InProcessGrid, capture_without_dropout, ensure_task_identity, tiny_bert3
 from privnlu.attacks.dager import cut_by_gap, gradient_span, rank_by_gap
 from privnlu.attacks.dager_metrics import rouge_n, score_batch
 from privnlu.federated import FederatedConfig
@@ -23,11 +23,7 @@ def _flower_task_identity():
 
 @pytest.fixture(scope="module")
 def tiny3(tmp_path_factory):
-    """A 3-layer tiny BERT: with [CLS] pooling the last layer's gradient only sees [CLS]'s query, so the attack's
-    second layer must not be the last."""
-    from privnlu.models.tiny import make_tiny_bert
-
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny3") / "bert", layers=3)
+    return tiny_bert3(tmp_path_factory.mktemp("tiny3"))
 
 
 def cfg_for(tiny3, tmp_path, **kw) -> FederatedConfig:
@@ -78,22 +74,9 @@ def test_client_messages_give_back_their_sentences_and_local_noise_stops_it(tiny
 
 def test_the_wire_attack_reads_a_recorded_flower_run(tiny3, tmp_path, capsys):
     from privnlu.attacks.dager_attack import audit_capture_spans
-    from privnlu.federated.client import _encoder, make_client_app
-    from privnlu.federated.server import run_server
-    from privnlu.federated.wire import WireLog, load_capture
 
     cfg = cfg_for(tiny3, tmp_path, rounds=2)
-    drops = [m for m in _encoder(cfg).modules() if isinstance(m, torch.nn.Dropout)]
-    saved = [m.p for m in drops]
-    try:  # the clients' encoder without dropout (exact inversion assumes it; see docs/design/federated.md)
-        for m in drops:
-            m.p = 0.0
-        log = WireLog()
-        run_server(InProcessGrid(make_client_app(cfg), cfg.clients), cfg, out=None, wire=log)
-    finally:
-        for m, p in zip(drops, saved):
-            m.p = p
-    capture = load_capture(log.save(tmp_path / "wire.safetensors"))
+    capture = capture_without_dropout(cfg, tmp_path / "wire.safetensors")
     rows = audit_capture_spans(capture, model=str(tiny3), truth_cfg=cfg)
     assert len(rows) == 4  # 2 clients x 2 rounds, each attacked with the model sent in its round
     assert sum(r["score"]["exact"] for r in rows) / len(rows) >= 0.75, [r["score"] for r in rows]

@@ -23,10 +23,10 @@ def test_transformers_refuses_a_privnlu_folder_naming_the_loader(runs, mode):
 
     folder = runs / mode / "model"
     cfg = json.loads((folder / "config.json").read_text())
-    assert LOADER in cfg["model_type"] and LOADER == "privnlu.training.predict.load"
-    with pytest.raises(ValueError, match="privnlu.training.predict.load"):
+    assert LOADER in cfg["model_type"] and LOADER == "privnlu.predict.load"
+    with pytest.raises(ValueError, match=r"privnlu\.predict\.load"):
         AutoModelForSequenceClassification.from_pretrained(str(folder), local_files_only=True)
-    with pytest.raises(ValueError, match="privnlu.training.predict.load"):
+    with pytest.raises(ValueError, match=r"privnlu\.predict\.load"):
         pipeline("text-classification", model=str(folder))
 
 

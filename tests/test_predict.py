@@ -90,6 +90,20 @@ def test_frozen_run_saves_the_head_and_predicts_exactly_as_evaluated(baseline_ru
     assert stat.S_IMODE(os.stat(model_dir / "head" / "model.safetensors").st_mode) & 0o044  # shareable, unlike the key
 
 
+def test_the_public_api_loads_and_predicts_as_the_loader(baseline_run):
+    """``privnlu.predict.load`` (the name a model folder's config points transformers users to) is the loader, and
+    ``privnlu.predict`` answers as it does; ``samples`` reaches the loader."""
+    import privnlu
+    from privnlu.training.predict import load
+
+    texts = ["a gripping film", "dull and long"]
+    assert privnlu.predict.load.__name__ == "load"
+    model = privnlu.predict.load(baseline_run)
+    assert type(model) is type(load(baseline_run)) and model.predict(texts) == load(baseline_run).predict(texts)
+    assert privnlu.predict(baseline_run, texts) == model.predict(texts)
+    assert [r["label_id"] for r in privnlu.predict(baseline_run, texts, samples=3)] == [r["label_id"] for r in model.predict(texts)]
+
+
 def test_joint_run_saves_the_encoder_in_the_hugging_face_layout(env):
     from transformers import AutoModel, AutoTokenizer
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from federated_helpers import ensure_task_identity
+from federated_helpers import ensure_task_identity, tiny_bert3
 from privnlu.io import read_json
 
 
@@ -23,10 +23,7 @@ def _flower_task_identity():
 
 @pytest.fixture(scope="module")
 def tiny3(tmp_path_factory):
-    """A 3-layer tiny BERT, 32 wide (the attack's second layer must not be the last)."""
-    from privnlu.models.tiny import make_tiny_bert
-
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny3") / "bert", layers=3)
+    return tiny_bert3(tmp_path_factory.mktemp("tiny3"))
 
 
 @pytest.fixture

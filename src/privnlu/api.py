@@ -116,13 +116,27 @@ def audit(task: str, *, schemes: Sequence[str] | None = None, out: str | Path = 
 
 
 def predict(run: str | Path, texts: Sequence[str], pairs: Sequence[str] | None = None, *,
-            key: str | Path | None = None) -> list[dict]:
+            key: str | Path | None = None, samples: int | None = None) -> list[dict]:
     """Apply a trained run (its folder, or its ``model/`` folder) to ``texts``: one dict per text with the
     prediction and its probability; queries are encoded as the run's evaluation encoded them (``key``: the
-    owner's key where the scheme needs one; default the run folder's)."""
+    owner's key where the scheme needs one; default the run folder's). The answer is deterministic; ``samples=N``
+    averages ``N`` fresh random encodings instead (``N = 1``: the paper's stochastic inference).
+
+    ``privnlu.predict.load(run, key=...)`` returns the loaded model to call many times
+    (:func:`privnlu.training.predict.load`)."""
+    return _load(run, key=key, samples=samples).predict(list(texts), list(pairs) if pairs is not None else None)
+
+
+def _load(run: str | Path, **kw):
+    """:func:`privnlu.training.predict.load`, imported on first use (``import privnlu`` stays light)."""
     from .training.predict import load
 
-    return load(run, key=key).predict(list(texts), list(pairs) if pairs is not None else None)
+    return load(run, **kw)
+
+
+_load.__name__ = _load.__qualname__ = "load"
+#: ``privnlu.predict.load``: the name a saved model's ``config.json`` points transformers users to
+predict.load = _load  # type: ignore[attr-defined]
 
 
 __all__ = ["attack", "audit", "predict", "release", "train"]

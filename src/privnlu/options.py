@@ -8,7 +8,7 @@ privacy schemes declare their own parameters (:mod:`privnlu.schemes`).
 
 from __future__ import annotations
 
-from .choices import DP_CALIBRATIONS, DP_MECHANISMS, EVAL_MASKS, MODES, POOLINGS
+from .choices import DP_CALIBRATIONS, DP_MECHANISMS, EVAL_MASKS, MODES, PACKAGED_MODEL_NAMES, POOLINGS
 from .params import (CLIP, DELTA, EPSILON, ETA, POOL, POS_INT, RATE, SEED, Option, Range, float_list, int_list, task_name,
                      m_value, name_list)
 
@@ -31,7 +31,9 @@ _ALL = [
            "a text file with one sentence per line", default="wiki", group="scheme"),
     Option("public_size", "--public-size", "public sentences to use", I, default=20000, range=POS_INT, group="scheme"),
     # encoder
-    Option("model", "--model", "a local Hugging Face model folder (default: packaged all-MiniLM-L6-v2)", group="encoder"),
+    Option("model", "--model", "a packaged encoder by name (" + ", ".join(PACKAGED_MODEL_NAMES) + "; the second "
+           "needs its five packages: docs/guide/data-and-encoders.md) or a local Hugging Face model folder (default: packaged all-MiniLM-L6-v2)",
+           group="encoder"),
     Option("pooling", "--pooling", "sentence representation: auto (the model's own: mean for the packaged MiniLM, "
            "else cls), cls, pooler or mean", default="auto", choices=POOLINGS, group="encoder"),
     Option("max_length", "--max-length", "max tokens per text (incl. [CLS]/[SEP])", I, default=128,
@@ -95,6 +97,9 @@ _ALL = [
     Option("clip", "--dp-clip", "clipping bound C: L2 for gaussian, L1 for laplace", F, range=CLIP, group="scheme"),
     Option("calibration", "--dp-calibration", "correct, or paper: the paper's per-encoding calibration, NOT a valid DP "
            "guarantee", choices=DP_CALIBRATIONS, group="scheme"),
+    Option("noise", "--dp-noise", "per-encoding: fresh noise for every encoding (the DP guarantee); per-batch: one "
+           "noise vector per batch, added to every encoding, as Algorithm 1 is printed: NOT DP (the difference of two "
+           "encodings of a batch is noise-free)", choices=("per-encoding", "per-batch"), group="scheme"),
     Option("clean_queries", "--dp-clean-queries", "queries are clipped and masked but not noised (the guarantee then "
            "covers the training release only)", kind="flag", group="scheme"),
     Option("eta", "--eta", "privacy parameter eta > 0 of d_chi (smaller = more noise; see privnlu dchi calibrate)", F,

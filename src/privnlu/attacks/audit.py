@@ -184,11 +184,16 @@ def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Co
                          epochs: int, auxiliary: Corpus, candidates: Corpus | None = None, private_texts: list[str] | None = None,
                          config=None, methods: tuple[str, ...] | None = None, mechanism=None,
                          num_labels: int | None = None, distractors_x: torch.Tensor | None = None,
-                         public: torch.Tensor | None = None, keep_guesses: bool = False, progress: bool = True) -> dict:
+                         public: torch.Tensor | None = None, keep_guesses: bool = False, progress: bool = True,
+                         noise: str = "per-encoding") -> dict:
     """Xie & Hong 2021 setting: release ``private_x`` ``epochs`` times under ``cond`` (one batch), attack, score.
 
     With ``mechanism`` (a :class:`~privnlu.mechanisms.dp.EncodingMechanism`) the release is DP instance
-    encoding (Xie & Hong 2022): clipped, mixed, masked and noised (:class:`~privnlu.mechanisms.dp.DPTextHide`).
+    encoding (Xie & Hong 2022): clipped, mixed, masked and noised (:class:`~privnlu.mechanisms.dp.DPTextHide`),
+    with a fresh noise draw per encoding or (``noise="per-batch"``, Algorithm 1 as printed) one per batch, i.e.
+    per pass here. The mechanism and the reading are public: the scheme grant states them, and the attacker is
+    noise-aware by default (it simulates its training releases with the same noise; ``config.noise_aware=False``
+    trains it on noise-free releases, as privnlu's attacker did first). The record states which attacker ran.
     Lenient / strict (with ``distractors_x``) / sentence success: :mod:`privnlu.attacks.reconstruction_metrics`.
     With ``public`` the release is TextHide-inter (public rows mixed in; the attack is unchanged). With
     ``keep_guesses`` each method also keeps, per group, the candidate it named and the group's true original.
@@ -205,11 +210,13 @@ def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Co
     else:
         from ..mechanisms.dp import DPTextHide
 
-        hider = DPTextHide(cond.m, cond.k, dim=private_x.shape[1], rng=rng, mechanism=mechanism, public=public)
+        hider = DPTextHide(cond.m, cond.k, dim=private_x.shape[1], rng=rng, mechanism=mechanism, public=public,
+                           noise=noise)
     payload, key = hide_dataset(hider, private_x, one_hot(labels, num_labels), epochs=epochs, batch_size=n)
     member = membership(key.partners, n, key.public)
+    dp = {} if mechanism is None else {"dp": mechanism.to_json(), "dp_noise": noise}  # public: the mechanism, not its draws
     view = AttackerView(RECONSTRUCTION_THREAT, encodings=payload.x, mixed_labels=payload.y,
-                        scheme={"m": m_label(cond.m), "k": cond.k, "epochs": epochs, "dim": private_x.shape[1]},
+                        scheme={"m": m_label(cond.m), "k": cond.k, "epochs": epochs, "dim": private_x.shape[1], **dp},
                         auxiliary=auxiliary, candidates=candidates)
     attack = ReconstructionAttack(config, methods or CLUSTERINGS, progress=progress)
     t0 = _time.perf_counter()
@@ -220,6 +227,7 @@ def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Co
            "pair_accuracy": {net: {**acc, "release": release_pair_accuracy(attack.scores[net], member, attack.graph_edges)}
                              for net, acc in attack.pair_accuracy.items()},
            "graph_neighbours": attack.config.graph or None,
+           **({} if mechanism is None else {"dp_noise": noise, "attacker_noise_aware": attack.noise_aware}),
            "attacker_config": asdict(attack.config)}  # the attacker's own settings: the record says which attack ran
     for r in results:
         s = score_reconstruction(r.recovered, r.clusters, member, private_x)

@@ -5,7 +5,10 @@ For a seeded joint-mode config (frozen tables, the default), client 0 computes i
 sent model, the auditor scores the sentences against the replayed batch. ``dropout="off"`` sets the client
 encoder's dropout to 0 for the measurement (the setting exact inversion assumes); ``"on"`` keeps BERT's 0.1, as
 privnlu's client trains. ``noise = z`` clips the message to ``C = 1`` and noises it as ``--local-clip 1
---local-noise z`` would.
+--local-noise z`` would. With client DP-SGD (``cfg.client_dp_epsilon``) the message is the client's DP-SGD
+gradient (Poisson sample, per-example clipping, calibrated noise) and the true batch is the round's Poisson sample;
+``client_dp_noise`` replaces the calibrated multiplier (``0``: sampling and clipping only, a diagnostic without a
+guarantee). Means are over the messages whose sample is not empty (``empty`` counts the others).
 """
 
 from __future__ import annotations
@@ -25,8 +28,27 @@ def _dropouts(encoder) -> list[torch.nn.Dropout]:
     return [m for m in encoder.modules() if isinstance(m, torch.nn.Dropout)]
 
 
+def _dp_reply(cfg, rnd: int, arrays, noise_multiplier: float) -> dict:
+    """Client 0's client DP-SGD reply for round ``rnd`` as :func:`~privnlu.federated.client.client_update` makes
+    it, with the noise multiplier replaced (a diagnostic)."""
+    from dataclasses import replace
+
+    from flwr.app import RecordDict
+
+    from ..federated.client import TextHideClient, client_rng
+    from ..federated.client_dp import ClientDPRound
+    from ..federated.model import tensors_to_record
+
+    client = TextHideClient(cfg, 0, RecordDict(), rnd)
+    client.model.load_arrays(arrays)
+    dp = ClientDPRound(client, cfg, client_rng(cfg, 0, "client-dp", rnd).words(2))
+    dp.plan = replace(dp.plan, noise_multiplier=float(noise_multiplier))
+    grads, _, b = dp.gradient()
+    return {"gradients": tensors_to_record(grads), "metrics": {"num-examples": b}}
+
+
 def measure(cfg, *, trials: int, dropout: str = "off", noise: float = 0.0, max_seconds: float = 120.0,
-            seed: int = 0, examples: int = 1) -> dict:
+            seed: int = 0, examples: int = 1, client_dp_noise: float | None = None) -> dict:
     """Attack ``trials`` messages of client 0 under ``cfg``; returns the means and one row per message."""
     from flwr.app import RecordDict
 
@@ -49,7 +71,10 @@ def measure(cfg, *, trials: int, dropout: str = "off", noise: float = 0.0, max_s
                 m.p = 0.0
         for rnd in range(1, trials + 1):
             t0 = time.time()
-            reply = client_update(cfg, 0, RecordDict(), rnd, arrays)  # exactly what client 0 sends in round rnd
+            if client_dp_noise is None or not cfg.client_dp_epsilon:
+                reply = client_update(cfg, 0, RecordDict(), rnd, arrays)  # exactly what client 0 sends in round rnd
+            else:
+                reply = _dp_reply(cfg, rnd, arrays, client_dp_noise)
             grads = {n: torch.from_numpy(np.array(a.numpy(), copy=True)) for n, a in reply["gradients"].items()}
             if noise:
                 grads = add_local_noise(grads, clip=1.0, multiplier=noise, rng=SecretGenerator(seed + rnd, warn=False))
@@ -68,8 +93,13 @@ def measure(cfg, *, trials: int, dropout: str = "off", noise: float = 0.0, max_s
     finally:
         for m, p in zip(drops, saved):
             m.p = p
-    mean = lambda k: float(np.mean([r[k] for r in rows])) if rows else float("nan")  # noqa: E731
-    return {"batch_size": cfg.batch_size, "scheme": cfg.scheme, "m": cfg.m, "k": cfg.k, "dropout": dropout,
-            "noise": noise, "trials": trials, "dim": view.encoder.dim, "rouge1": mean("rouge1"),
-            "rouge2": mean("rouge2"), "exact": mean("exact"), "tokens": mean("tokens"), "seconds": mean("seconds"),
-            "saturated": sum(bool(r["saturated"]) for r in rows), "rows": rows}
+    scored = [r for r in rows if r["sentences"]]
+    mean = lambda k: float(np.mean([r[k] for r in scored])) if scored else float("nan")  # noqa: E731
+    out = {"batch_size": cfg.batch_size, "scheme": cfg.scheme, "m": cfg.m, "k": cfg.k, "dropout": dropout,
+           "noise": noise, "trials": trials, "dim": view.encoder.dim, "rouge1": mean("rouge1"),
+           "rouge2": mean("rouge2"), "exact": mean("exact"), "tokens": mean("tokens"), "seconds": mean("seconds"),
+           "saturated": sum(bool(r["saturated"]) for r in rows), "rows": rows}
+    if cfg.client_dp_epsilon:
+        out.update(client_dp_epsilon=cfg.client_dp_epsilon, client_dp_noise=client_dp_noise,
+                   empty=len(rows) - len(scored))
+    return out

@@ -117,8 +117,9 @@ def bisect_eta(f: Callable[[float], float], target: float, *, lo: float, hi: flo
 
 
 def calibrate_eta(space: TokenSpace, tokens: torch.Tensor, target: float, rng: SecretGenerator, *,
-                  eta_range: tuple[float, float] = (1.0, 1e5)) -> dict:
-    """The eta at which nearest-neighbour inversion of ``tokens`` succeeds with probability ``target``.
+                  eta_range: tuple[float, float] = (1.0, 1e5), progress: bool = True) -> dict:
+    """The eta at which nearest-neighbour inversion of ``tokens`` succeeds with probability ``target``
+    (``progress``: a bar per bisection step).
 
     Uses common random numbers: one set of directions and radius uniforms is
     drawn once and the radius is rescaled as eta changes (``r = P^-1(n, U)/eta``),
@@ -136,7 +137,7 @@ def calibrate_eta(space: TokenSpace, tokens: torch.Tensor, target: float, rng: S
     clean = space.embeddings[ids]
     cache: dict[float, float] = {}
 
-    bar = tqdm(desc=f"calibrating eta on {len(ids)} tokens", unit="step", leave=False)
+    bar = tqdm(desc=f"calibrating eta on {len(ids)} tokens", unit="step", leave=False, disable=not progress)
 
     def acc(eta: float) -> float:
         if eta not in cache:

@@ -5,7 +5,9 @@ Given ``N`` encodings ``e`` of ``n`` unknown private representations (each encod
 
 1. removes the sign masks: ``a = |e|`` (``|sigma o v| = |v|`` for any sign mask);
 2. trains a pair network ``f(a, b) -> logit P[a and b share an original]`` on
-   encodings it simulates itself from same-distribution data, with its own keys;
+   encodings it simulates itself from same-distribution data, with its own keys
+   (against DP instance encoding, by default with the release's public mechanism and its own noise draws:
+   ``ReconstructionConfig.noise_aware``, :func:`simulate_pairs`);
    the first layer is factorised over the two inputs, so all ``N^2`` pairs are
    scored from per-encoding projections without building concatenated pairs
    (:class:`PairScorer`);
@@ -93,6 +95,9 @@ class ReconstructionConfig:
     nmf_repair_iters: int = 50  # nmf iterations after duplicate groups are re-seeded (0: no repair)
     nmf_repair_start: str = "seeds"  # the repair restarts every group from its seed, or only the re-seeded ("warm")
     nmf_repair_rounds: int = 1  # repair passes, each on the previous pass's groups
+    #: against DP instance encoding: simulate the training releases with the release's public mechanism (same noise
+    #: distribution and reading, own draws); None: whenever the scheme grant states a mechanism
+    noise_aware: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("hidden", "rank", "sim_releases", "sim_epochs", "pairs_per_release", "train_epochs", "ls_steps", "block"):
@@ -162,14 +167,31 @@ def membership(partners: torch.Tensor, n: int, public: torch.Tensor | None = Non
     return m
 
 
+def simulate_release(aux_x: torch.Tensor, n: int, m: float, k: int, cfg: ReconstructionConfig, rng: SecretGenerator,
+                     gen: torch.Generator, *, mechanism=None, noise: str = "per-encoding"):
+    """One attacker-simulated release of ``n`` auxiliary examples, ``cfg.sim_epochs`` passes in one batch each:
+    noise-free TextHide, or (``mechanism``) DP instance encoding with that public mechanism and noise reading.
+    Returns (payload, key) as :func:`~privnlu.mechanisms.release.hide_dataset` does."""
+    from ..mechanisms.dp import DPTextHide
+
+    idx = torch.randperm(len(aux_x), generator=gen)[:n]
+    hider = (TextHide(m, k, dim=aux_x.shape[1], rng=rng) if mechanism is None else
+             DPTextHide(m, k, dim=aux_x.shape[1], rng=rng, mechanism=mechanism, noise=noise))
+    return hide_dataset(hider, aux_x[idx], torch.zeros(n, 1), epochs=cfg.sim_epochs, batch_size=n)
+
+
 def simulate_pairs(aux_x: torch.Tensor, n: int, m: float, k: int, cfg: ReconstructionConfig, rng: SecretGenerator,
-                   gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Attacker-simulated training pairs: (features a, features b, share label) from its own releases."""
+                   gen: torch.Generator, *, mechanism=None, noise: str = "per-encoding"
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Attacker-simulated training pairs: (features a, features b, share label) from its own releases.
+
+    With ``mechanism`` (a public :class:`~privnlu.mechanisms.dp.EncodingMechanism`: the noise-aware attacker) every
+    simulated release is DP instance encoding as the defender's: clipped, mixed and noised with the same noise
+    distribution and reading (``noise``), drawn from the attacker's own ``rng``; without, noise-free TextHide.
+    """
     A, B, Y = [], [], []
     for _ in range(cfg.sim_releases):
-        idx = torch.randperm(len(aux_x), generator=gen)[:n]
-        hider = TextHide(m, k, dim=aux_x.shape[1], rng=rng)
-        payload, key = hide_dataset(hider, aux_x[idx], torch.zeros(n, 1), epochs=cfg.sim_epochs, batch_size=n)
+        payload, key = simulate_release(aux_x, n, m, k, cfg, rng, gen, mechanism=mechanism, noise=noise)
         feats = features(payload.x)
         mem = membership(key.partners, n)
         share = (mem @ mem.T) > 0
@@ -485,6 +507,7 @@ class ReconstructionAttack(Attack):
         self.pair_accuracy: dict[str, dict[str, float]] = {}
         self.scores: dict[str, object] = {}  # the last run's pair logits, per network (for the auditor's pair accuracy)
         self.graph_edges: tuple[np.ndarray, np.ndarray] | None = None
+        self.noise_aware: bool | None = None  # the last run's attacker: trained on noisy simulated releases
 
     def run(self, view: AttackerView) -> list[ReconstructionResult]:
         self.check(view)
@@ -512,7 +535,7 @@ class ReconstructionAttack(Attack):
         bar = tqdm(total=2 + len(self.methods), desc="reconstruction attack", unit="stage", leave=False,
                    disable=not self.progress)
         bar.set_postfix_str("training the pair network")
-        nets = self._train_networks(aux.x.float(), n_sim, m, k, own, gen)
+        nets = self._train_networks(aux.x.float(), n_sim, m, k, own, gen, scheme=scheme)
         t["train_pair_network"] = time.perf_counter() - t0
         bar.update()
         bar.set_postfix_str(f"scoring pairs of {len(enc)} encodings")
@@ -561,17 +584,29 @@ class ReconstructionAttack(Attack):
         return out
 
     def _train_networks(self, aux_x: torch.Tensor, n_sim: int, m: float, k: int, own: SecretGenerator,
-                        gen: torch.Generator) -> dict[str, nn.Module]:
+                        gen: torch.Generator, *, scheme: dict | None = None) -> dict[str, nn.Module]:
         """The pair networks the chosen clusterings need, and their accuracy on the attacker's simulated pairs
-        (``train``) and on a fresh simulated release (``heldout``; balanced, as the training pairs)."""
+        (``train``) and on a fresh simulated release (``heldout``; balanced, as the training pairs).
+
+        Noise-aware (``config.noise_aware``, by default whenever the scheme grant states a DP mechanism): the
+        simulated releases carry the public mechanism's noise (:func:`simulate_pairs`); :attr:`noise_aware` says
+        which attacker ran.
+        """
         from dataclasses import replace
 
+        from ..mechanisms.dp import mechanism_from_json
         from .reconstruction_paper import MLPConfig, pair_accuracy, train_pair_mlp
 
         cfg = self.config
-        a, b, lab = simulate_pairs(aux_x, n_sim, m, k, cfg, own, gen)
+        public = (scheme or {}).get("dp")
+        self.noise_aware = bool(public) if cfg.noise_aware is None else cfg.noise_aware
+        require(not self.noise_aware or bool(public), "a noise-aware attacker needs the release's DP mechanism "
+                                                      "(the scheme grant states none)")
+        noise = {"mechanism": mechanism_from_json(public), "noise": scheme.get("dp_noise", "per-encoding")} \
+            if self.noise_aware else {}
+        a, b, lab = simulate_pairs(aux_x, n_sim, m, k, cfg, own, gen, **noise)
         ha, hb, hl = simulate_pairs(aux_x, n_sim, m, k, replace(cfg, sim_releases=1, pairs_per_release=min(cfg.pairs_per_release, 20000)),
-                                    own, gen)
+                                    own, gen, **noise)
         nets: dict[str, nn.Module] = {}
         self.pair_accuracy = {}
         if any(meth != "paper-greedy" for meth in self.methods):

@@ -41,13 +41,37 @@ class MLPConfig:
     """The vanilla MLP's settings: Adam at the paper's learning rate 0.01; widths and epochs are ours."""
 
     hidden: tuple[int, ...] = (128, 32)
-    lr: float = 0.01
+    lr: float = 0.01  # the paper's; with a schedule, the peak learning rate
     epochs: int = 3
     batch_size: int = 512
+    schedule: str = "constant"  # ours: "constant" (Table 1's records) or "cosine" (warm-up, then cosine decay)
+    warmup: float = 0.05  # "cosine": fraction of the steps with a linear warm-up to ``lr``
 
     def __post_init__(self) -> None:
         require(len(self.hidden) >= 1 and min(self.hidden) >= 1, "pair MLP: hidden sizes must be >= 1")
         require(self.lr > 0 and self.epochs >= 1 and self.batch_size >= 1, "pair MLP: lr, epochs and batch size must be positive")
+        require(self.schedule in MLP_SCHEDULES, f"pair MLP: schedules are {', '.join(MLP_SCHEDULES)}, not '{self.schedule}'")
+        require(0 <= self.warmup < 1, "pair MLP: warmup must be a fraction in [0, 1)")
+
+
+#: learning-rate schedules of the pair MLP (ours; the paper states Adam at 0.01 and nothing more)
+MLP_SCHEDULES = ("constant", "cosine")
+#: where the attacker's training pairs come from (a declared attacker capability): "auxiliary", a same-distribution
+#: set disjoint from the private examples; "private-distribution", the paper's threat model (section 3: the
+#: attacker "can obtain the private dataset (but unaware of the specific data for the training)"): a sample of the
+#: dataset that contains the private examples among others, the attacker not knowing which they are
+PAIR_DATA = ("auxiliary", "private-distribution")
+
+
+def lr_factor(step: int, total: int, cfg: MLPConfig) -> float:
+    """The learning rate at ``step`` over ``cfg.lr``: 1 ("constant"), or ``step / w`` for ``step < w`` then
+    ``(1 + cos(pi (step - w) / (total - w))) / 2`` ("cosine", ``w = warmup * total``)."""
+    if cfg.schedule == "constant":
+        return 1.0
+    w = max(1, int(cfg.warmup * total))
+    if step < w:
+        return (step + 1) / w
+    return 0.5 * (1.0 + float(np.cos(np.pi * (step - w) / max(1, total - w))))
 
 
 class PairMLP(nn.Module):
@@ -98,10 +122,13 @@ class PairMLP(nn.Module):
 
 
 def train_pair_mlp(a: torch.Tensor, b: torch.Tensor, y: torch.Tensor, cfg: MLPConfig, gen: torch.Generator) -> PairMLP:
-    """Cross-entropy training with Adam (lr ``cfg.lr``); each pair is presented in a random order (a, b) or (b, a)."""
+    """Cross-entropy training with Adam (peak lr ``cfg.lr``, schedule :func:`lr_factor`); each pair is presented in
+    a random order (a, b) or (b, a)."""
     net = PairMLP(a.shape[1], cfg.hidden)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr)
     target = y.long()
+    total = cfg.epochs * -(-len(y) // cfg.batch_size)
+    step = 0
     for _ in range(cfg.epochs):
         order = torch.randperm(len(y), generator=gen)
         flip = torch.rand(len(y), generator=gen) < 0.5
@@ -110,9 +137,12 @@ def train_pair_mlp(a: torch.Tensor, b: torch.Tensor, y: torch.Tensor, cfg: MLPCo
             f = flip[i][:, None]
             left, right = torch.where(f, b[i], a[i]), torch.where(f, a[i], b[i])
             loss = nn.functional.cross_entropy(net(left, right), target[i])
+            for group in opt.param_groups:
+                group["lr"] = cfg.lr * lr_factor(step, total, cfg)
             opt.zero_grad()
             loss.backward()
             opt.step()
+            step += 1
     net.eval()
     return net
 
@@ -191,3 +221,151 @@ def paper_greedy_clusters(rows: Rows, n_enc: int, n: int, k: int, size: int, *, 
         count[idx] += 1
         clusters.append(torch.from_numpy(np.sort(idx)))
     return clusters
+
+
+
+GROWTH = ("sequential", "together")
+
+
+def fair_greedy_clusters(sim: np.ndarray, n: int, k: int, size: int, *, audit: float = 0.5, repair_rounds: int = 5,
+                         overlap: float = 0.5, cohesion: float = 0.8, growth: str = "sequential") -> list[torch.Tensor]:
+    """The paper's greedy rule run so that it can find every original ("fair-greedy"; dense (N, N) similarities
+    ``s`` in [0, 1]).
+
+    The paper's text: each cluster grows by "selecting the encoded data which has the maximum average similarity
+    score of all the data in the cluster", to ``size = k * epochs`` members (the paper's ``2n`` at k = 2), and
+    each cluster is audited "by checking the similarity scores" (here: a member whose mean similarity to the
+    others is below ``audit`` leaves; the seed stays). privnlu's choices (the paper states none of them):
+
+    * growth: clusters grow one after another (``"sequential"``; the seed is the encoding in the fewest clusters,
+      most similar to all others first, as in :func:`paper_greedy_clusters`), or all together, one member each
+      per round (``"together"``; seeds chosen first, each the encoding least similar to the seeds before it);
+      an encoding joins at most ``k`` clusters (it holds ``k`` originals);
+    * the audit runs before duplicate control, so a cluster's members are those the audit kept;
+    * duplicate control, as nmf's repair (:mod:`.reconstruction_repair`): a cluster that shares at least
+      ``overlap`` of its members with an earlier one is dropped and a new one is grown among the encodings in
+      fewer than ``k`` kept clusters (the encodings of an original not found yet are exactly those), seeded on
+      the one most similar to the others; so is a cluster whose mean similarity between members is below
+      ``cohesion`` times the median cluster's (a mix of two originals); up to ``repair_rounds`` times.
+    """
+    require(growth in GROWTH, f"fair greedy: growth is {', '.join(GROWTH)}, not '{growth}'")
+    S = np.asarray(sim, dtype=np.float64).copy()
+    N = len(S)
+    np.fill_diagonal(S, 0.0)
+    count = np.zeros(N, dtype=np.int64)
+    groups = _grow(S, n, count, k, size, np.ones(N, dtype=bool), growth, audit)
+    for _ in range(repair_rounds):
+        dup = _duplicates(groups, N, overlap)
+        coh = np.array([S[np.ix_(g, g)].sum() / max(1, len(g) * (len(g) - 1)) for g in groups])
+        dup = sorted(set(dup) | set(np.flatnonzero(coh < cohesion * np.median(coh)).tolist()))
+        if not dup:
+            break
+        dset = set(dup)
+        kept = [g for j, g in enumerate(groups) if j not in dset]
+        count = np.bincount(np.concatenate(kept), minlength=N).astype(np.int64) if kept else np.zeros(N, np.int64)
+        under = count < k
+        if under.sum() < 2:
+            break
+        regrown = _grow(S, len(dup), count, k, size, under, growth, audit)
+        for j, g in zip(dup, regrown):
+            groups[j] = g
+    return [torch.from_numpy(np.sort(g)) for g in groups]
+
+
+def _duplicates(groups: list[np.ndarray], n_enc: int, overlap: float) -> list[int]:
+    """Clusters (in order) sharing at least ``overlap`` of their members with an earlier kept one (the rule of
+    :func:`~.reconstruction_repair.duplicate_groups`, on dense memberships)."""
+    M = np.zeros((len(groups), n_enc), dtype=np.float64)
+    for j, g in enumerate(groups):
+        M[j, g] = 1.0
+    shared = M @ M.T
+    kept: list[int] = []
+    dup = []
+    for j, g in enumerate(groups):
+        if any(shared[j, c] >= overlap * len(g) for c in kept):
+            dup.append(j)
+        else:
+            kept.append(j)
+    return dup
+
+
+def _audit(S: np.ndarray, g: np.ndarray, audit: float) -> np.ndarray:
+    """The paper's audit: keep the members whose mean similarity to the others is at least ``audit`` (and the seed)."""
+    if audit <= 0 or len(g) <= 2:
+        return g
+    keep = S[np.ix_(g, g)].sum(1) / (len(g) - 1) >= audit
+    keep[0] = True
+    return g[keep]
+
+
+def _grow(S: np.ndarray, n: int, count: np.ndarray, k: int, size: int, allowed: np.ndarray, growth: str,
+          audit: float) -> list[np.ndarray]:
+    """``n`` new clusters among the ``allowed`` encodings (``count``: clusters per encoding, updated in place):
+    each adds the allowed encoding, in fewer than ``k`` clusters and not yet in it, with the largest mean
+    similarity to its members, up to ``size``; then the audit. Returns member arrays, the seed first."""
+    N = len(S)
+    strength = (S * allowed[None, :]).sum(1)
+    out: list[np.ndarray] = []
+    if growth == "sequential":
+        seeded = np.zeros(N, dtype=bool)
+        for _ in range(n):
+            free = allowed & (count < k) & ~seeded
+            if not free.any():
+                break
+            key = np.where(free, count * (strength.max() * 2 + 1) - strength, np.inf)
+            seed = int(np.argmin(key))
+            seeded[seed] = True
+            g = _grow_together(S, [seed], count, k, size, allowed)[0]
+            count[g] -= 1
+            g = _audit(S, g, audit)
+            count[g] += 1
+            out.append(g)
+        return out
+    seeds: list[int] = []
+    near = np.zeros(N)
+    taken = ~(allowed & (count < k))
+    for _ in range(n):
+        key = np.where(taken, np.inf, near - strength / (strength.max() + 1.0) * 1e-3)
+        j = int(np.argmin(key))
+        if not np.isfinite(key[j]):
+            break
+        seeds.append(j)
+        taken[j] = True
+        near += S[j]
+    grown = _grow_together(S, seeds, count, k, size, allowed)
+    for g in grown:
+        count[g] -= 1
+        g = _audit(S, g, audit)
+        count[g] += 1
+        out.append(g)
+    return out
+
+
+def _grow_together(S: np.ndarray, seeds: list[int], count: np.ndarray, k: int, size: int,
+                   allowed: np.ndarray) -> list[np.ndarray]:
+    """Round-robin growth from ``seeds`` (``count`` updated in place): in each round every cluster below
+    ``size`` adds its best allowed encoding (module rule; equal scores: the encoding in fewer clusters, privnlu's
+    tie-break). Returns member arrays, the seed first."""
+    total = np.stack([S[s] for s in seeds]) if seeds else np.zeros((0, len(S)))
+    inside = np.zeros(total.shape, dtype=bool)
+    members = [[s] for s in seeds]
+    for c, s in enumerate(seeds):
+        inside[c, s] = True
+        count[s] += 1
+    active = [c for c in range(len(seeds)) if size > 1]
+    tie = 1e-6 * (S.max() if S.size else 1.0)  # equal mean similarity: the encoding in fewer clusters first
+    while active:
+        nxt = []
+        for c in active:
+            score = np.where(inside[c] | (count >= k) | ~allowed, -np.inf, total[c] - tie * count)
+            j = int(np.argmax(score))
+            if not np.isfinite(score[j]):
+                continue
+            members[c].append(j)
+            inside[c, j] = True
+            count[j] += 1
+            total[c] += S[j]
+            if len(members[c]) < size:
+                nxt.append(c)
+        active = nxt
+    return [np.asarray(m, dtype=np.int64) for m in members]

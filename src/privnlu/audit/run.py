@@ -226,6 +226,7 @@ def _reconstruct(ctx: Context, point: GridPoint, scheme: Scheme, mechanism=None)
                                  private_texts=texts, config=ReconstructionConfig(seed=s.seed if s.seed is not None else 0),
                                  methods=AUDIT_CLUSTERINGS, mechanism=mechanism, num_labels=len(prep.task.label_names),
                                  public=prep.public_x if getattr(scheme, "inter", False) else None, keep_guesses=True,
+                                 noise=getattr(scheme, "noise", "per-encoding"),  # the scheme's own noise draw
                                  progress=False)  # the audit's own stage bar shows this step
     best = max(r["methods"], key=lambda m: reidentification(r["methods"][m].get("guesses", []), ctx.n)["rate"])
     res = r["methods"][best]
@@ -264,7 +265,7 @@ def calibrated_eta(ctx: Context, target: float) -> dict:
     ds = ctx.prep.train  # the audited training slice; every sentence has at least one token
     tokens = token_ids_of(ds.texts_a[: s.calibration_tokens], ctx.prep.encoder.tokenizer)[: s.calibration_tokens]
     with _stage(ctx, f"calibrating eta for token inversion {target:g}", "calibration"):
-        rec = calibrate_eta(ctx.space, tokens, target, ctx.rng())
+        rec = calibrate_eta(ctx.space, tokens, target, ctx.rng(), progress=False)  # the stage's bar shows it
     rec["key"] = key
     write_json_atomic(path, rec)
     return rec

@@ -72,6 +72,9 @@ def register(asub: argparse._SubParsersAction) -> None:
     r = asub.add_parser("reconstruct", help="recover the private representations from a release (Xie & Hong 2021)")
     add(r, *COMMON, _queries(100), _conditions("1:1,1:2,1:4,1:6"), "batch_size", *SBERT, "seed", "out",
         "encodings_per_example", *RECONSTRUCT, "mechanism", "epsilon", "delta", "clip", "calibration",
+        Option("noise_free_attacker", "--noise-free-attacker", "train the attacker's pair network on noise-free "
+               "simulated releases (default: noise-aware, i.e. with the public mechanism's noise at the same epsilon)",
+               kind="flag", group="DP instance encoding"),
         "payload", encodings_per_example={"default": 50, "help": "encodings of each private example in the attacked "
                                                                  "release"},
         mechanism={"help": "attack DP instance encoding instead (Xie & Hong 2022): clip, mix, mask, add calibrated "
@@ -145,7 +148,10 @@ def run_invert(args: argparse.Namespace) -> int:
 
 def run_reconstruct(args: argparse.Namespace) -> int:
     from ..attacks import runs
+    from ..errors import require
 
+    require(not args.noise_free_attacker or (args.mechanism is not None and not args.payload),
+            "--noise-free-attacker applies to a DP release made here (--dp-mechanism, no --payload)")
     t = _target(args)
     knobs = dict(graph=args.graph or 0, sim_releases=args.sim_releases, pairs=args.pairs, solver=args.solver,
                  nmf_repair_rounds=args.nmf_repair_rounds, nmf_repair_iters=args.nmf_repair_iters)
@@ -162,6 +168,10 @@ def run_reconstruct(args: argparse.Namespace) -> int:
         require(args.epsilon is not None, "--dp-mechanism needs --dp-epsilon")
         dp = DPSettings(mechanism=args.mechanism, epsilon=args.epsilon, delta=args.delta, clip=args.clip,
                         calibration=args.calibration)
+        if args.noise_free_attacker:
+            from dataclasses import replace
+
+            config = replace(config, noise_aware=False)
     return _write(args, runs.reconstruct(t, runs.conditions(args.conditions), methods, config,
                                          epochs=args.encodings_per_example, aux_size=args.aux_size,
                                          distractors=args.distractors, dp=dp, log=say))

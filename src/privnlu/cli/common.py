@@ -63,7 +63,10 @@ def scheme_from_args(args: argparse.Namespace, name: str | None = None) -> Schem
     unused = [o.flags[0] for o in options() if o.dest not in given and getattr(args, o.dest, None) not in (None, False)]
     if unused:
         raise PrivnluError(f"scheme {name} takes no {', '.join(unused)}")
-    return create(name, **{k: v for k, v in given.items() if v is not None and v is not False})
+    scheme = create(name, **{k: v for k, v in given.items() if v is not None and v is not False})
+    if (warning := getattr(scheme, "warning", None)) is not None:  # a chosen setting that is not what it claims
+        say(warning)
+    return scheme
 
 
 def train_config(args: argparse.Namespace, **override: Any):

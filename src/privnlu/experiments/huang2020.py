@@ -3,7 +3,9 @@
 * Table 1: baseline vs TextHide-intra vs TextHide-inter, (m, k) = (256, 4), (16, 4) for RTE, on SST-2, CoLA,
   MRPC, STS-B and RTE;
 * Figure 2: the m x k grid of TextHide-intra on SST-2 (one folder per mode: the frozen and fine-tuned panels);
-* Table 6: TextHide-inter on SST-2 with several public corpora, beside intra (256, 4) and the baseline.
+* Table 6: TextHide-inter on SST-2 with several public corpora, beside intra (256, 4) and the baseline;
+* Table 5: Table 1's three cells on one task (SST-2) with a second encoder family, fine-tuned jointly: the packaged
+  all-mpnet-base-v2 in place of the paper's RoBERTa-base (``--model``; one folder per encoder).
 
 Every run selects its hyperparameters on 10 % of train held out (:mod:`privnlu.training.selection`), as the
 paper's Appendix B.3 does, and records its dev learning curve. TextHide-inter draws its public partners from a
@@ -222,8 +224,10 @@ def selected_settings(rec: dict) -> dict:
     return {"spec": spec_settings(rec["spec"], selected=True), "budget": rec["budget"]}
 
 
-def _training_recipe(name: str, artefact: str, title: str, defaults: dict, specs, group: str, check=None) -> Recipe:
-    """A recipe of selected training runs: ``specs(o)`` lists its runs."""
+def _training_recipe(name: str, artefact: str, title: str, defaults: dict, specs, group: str, check=None,
+                     variant=None) -> Recipe:
+    """A recipe of selected training runs: ``specs(o)`` lists its runs; its folder's suffix is ``variant(o)``
+    (default: the mode)."""
 
     def points(o: dict) -> list[Point]:
         return train_points(specs(o), scale(o), o)
@@ -235,7 +239,7 @@ def _training_recipe(name: str, artefact: str, title: str, defaults: dict, specs
         return selected_run(spec, sc, group, ctx)
 
     return register(Recipe(name, PAPER, artefact, title, defaults, points, run, selected_settings,
-                           variant=lambda o: o["mode"], check=check or (lambda o: None),
+                           variant=variant or (lambda o: o["mode"]), check=check or (lambda o: None),
                            warm=lambda o, ctx: warm_features(specs(o), scale(o), ctx)))
 
 
@@ -265,10 +269,19 @@ def _table1_specs(o: dict) -> list[RunSpec]:
     return out
 
 
-def _table1_check(o: dict) -> None:
-    require(set(o["variants"]) <= set(VARIANTS), f"--variants are {', '.join(VARIANTS)}, not {','.join(o['variants'])}")
-    require(len(o["public"]) == 1, "huang2020-table1 takes one --public corpus")
-    _check_public(o["public"])
+def _variants_check(recipe: str):
+    """The check of a recipe that runs some of baseline, intra and inter with one public corpus."""
+
+    def check(o: dict) -> None:
+        require(set(o["variants"]) <= set(VARIANTS),
+                f"--variants are {', '.join(VARIANTS)}, not {','.join(o['variants'])}")
+        require(len(o["public"]) == 1, f"{recipe} takes one --public corpus")
+        _check_public(o["public"])
+
+    return check
+
+
+_table1_check = _variants_check("huang2020-table1")
 
 
 _training_recipe(
@@ -278,6 +291,40 @@ _training_recipe(
     {"tasks": TABLE1_TASKS, "variants": VARIANTS, "mode": "frozen", **BUDGET, "public": (DEFAULT_PUBLIC,),
      "model": None, "seed": None, "repeats": (1, 1)},
     _table1_specs, "table1", _table1_check)
+
+
+# -- Table 5 ---------------------------------------------------------------------------------------------------------
+
+#: Table 5's encoder: the paper's second family is RoBERTa-base; ours is the packaged all-mpnet-base-v2
+TABLE5_MODEL = "all-mpnet-base-v2"
+#: the short folder tag of an encoder (``results/huang2020/table5-<tag>``); None is the packaged MiniLM
+MODEL_TAGS = {None: "minilm", "all-MiniLM-L6-v2": "minilm", "all-mpnet-base-v2": "mpnet"}
+
+
+def model_tag(model: str | None) -> str:
+    """``mpnet``, ``minilm`` or the last component of a folder's name."""
+    from pathlib import Path
+
+    from ..io import safe_filename
+
+    return MODEL_TAGS.get(model) or safe_filename(Path(str(model)).name)
+
+
+def _table5_specs(o: dict) -> list[RunSpec]:
+    return _table1_specs({**o, "tasks": (o["task"],)})
+
+
+_table5_check = _variants_check("huang2020-table5")
+
+
+_training_recipe(
+    "huang2020-table5", "table5",
+    "TextHide Table 5: Table 1's baseline vs intra vs inter on SST-2 with a second encoder family (the paper: "
+    "RoBERTa-base; here the packaged all-mpnet-base-v2, 12 layers, d = 768), fine-tuned jointly; one folder per "
+    "--model (table5-mpnet, table5-minilm)",
+    {"task": "sst2", "variants": VARIANTS, "mode": "joint", **{**BUDGET, "scale": "quick"},
+     "public": (DEFAULT_PUBLIC,), "model": TABLE5_MODEL, "seed": None, "repeats": (1, 1)},
+    _table5_specs, "table5", _table5_check, variant=lambda o: model_tag(o["model"]))
 
 
 # -- Figure 2 --------------------------------------------------------------------------------------------------------

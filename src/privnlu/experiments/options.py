@@ -109,6 +109,13 @@ RECIPE_OPTIONS: tuple[Option, ...] = (
     _own("span_trials", "--span-trials", "messages per batch size also given the span test", I, range=NONNEG_INT),
     _own("budget", "--budget", "gradient evaluations of the sentence-linking search", I, range=POS_INT),
     _own("schemes", "--schemes", "none and/or texthide", name_list),
+    _own("pair_data", "--pair-data", "xie2021-table1-paper-method: the pair network's training data, the attacker's "
+         "disjoint auxiliary set or a sample of the private distribution (the paper's threat model)",
+         choices=("auxiliary", "private-distribution")),
+    _own("mask_repeats", "--mask-repeats", "huang2020-query-inference: one-mask predictions of the dev set, repeated",
+         I, range=Range(lo=2, integer=True, note="label changes are counted between repetitions")),
+    _own("samples", "--samples", "huang2020-query-inference: fresh masks averaged per query", I,
+         range=Range(lo=2, integer=True, note="one mask is the repeated one-mask inference")),
     _shared("seed"),
 )
 

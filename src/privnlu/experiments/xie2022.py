@@ -10,6 +10,10 @@ Attacks").
   not noised) unless ``--noisy-queries``. CoLA is scored in accuracy, as the paper plots it, with MCC beside.
   Hyperparameters are the scale's first (no selection: the grid is already 8 x 2 x 2 runs per task).
 * Figure 2: the reconstruction attack (Xie & Hong 2021's pipeline) against the same mechanisms at every epsilon.
+  Its attacker trains its pair network on **noise-free** simulated releases (``noise_aware=False``, as privnlu's
+  attacker did first). ``xie2022-figure2-noise-aware`` reruns it with both attackers (noise-free and noise-aware:
+  the simulated releases carry the public mechanism's noise) and both readings of Algorithm 1's draw (fresh noise
+  per encoding; one noise vector per batch, as printed, which is not DP).
 * the empirical audit of the calibrations (beyond the paper): a 95 % lower bound on epsilon from many draws of
   the real mechanism, beside the claim (:mod:`privnlu.attacks.dp_audit`).
 """
@@ -125,13 +129,113 @@ def _figure2_points(o: dict) -> list[Point]:
     return out
 
 
+def _noise_free_settings_of(r: dict) -> dict:
+    """A Figure 2 record's settings; a record made before the attacker option trained noise-free."""
+    s = release_settings_of(r)
+    if "noise_aware" not in r["config"]:
+        s["config"] = {**s["config"], "noise_aware": False}
+    return s
+
+
 register(Recipe(
     "xie2022-figure2", PAPER, "figure2",
     "Xie & Hong 2022 Figure 2: reconstruction attack success against epsilon on DP instance encoding (both "
-    "calibrations) and on plain TextHide (16, 4), SST-2 and CoLA; privnlu's strongest clustering (nmf)",
+    "calibrations) and on plain TextHide (16, 4), SST-2 and CoLA; privnlu's strongest clustering (nmf), attacker "
+    "trained on noise-free simulated releases",
     {"tasks": TASKS, "mechanisms": MECHANISMS, "calibrations": CALIBRATIONS, "epsilons": EPSILONS, "masked": False,
      "methods": ("nmf",), "seed": 0},
-    _figure2_points, lambda o, p, ctx: release_run(o, p, ctx, "xie2022-figure2"), release_settings_of,
+    lambda o: [replace(p, settings={**p.settings, "config": {**p.settings["config"], "noise_aware": False}})
+               for p in _figure2_points(o)],
+    lambda o, p, ctx: release_run(o, p, ctx, "xie2022-figure2"), _noise_free_settings_of,
+    variant=lambda o: _variant(o, mode=False), check=_check))
+
+
+# -- Figure 2 with a noise-aware attacker and Algorithm 1's per-batch reading (beyond the paper) ----------------
+
+#: (attacker, noise reading) in the order the recipe runs them: the combinations Figure 2 lacks first
+NOISE_COMBOS = (("noise-aware", "per-encoding"), ("noise-free", "per-batch"), ("noise-aware", "per-batch"),
+                ("noise-free", "per-encoding"))
+ATTACKERS = ("noise-free", "noise-aware")
+NOISE_READINGS = ("per-encoding", "per-batch")
+NOISE_AWARE_DEFAULTS = {"tasks": TASKS, "mechanisms": ("gaussian",), "calibrations": ("correct",), "epsilons": EPSILONS,
+                        "masked": False, "methods": ("nmf",), "seed": 0}
+
+
+#: the order epsilons run in: spread over the grid first, so that a partial run already shows the trend
+EPSILON_PRIORITY = (20, 1, 8, 0.1, 4, 15, 2, 10)
+
+
+def _noise_points(o: dict) -> list[Point]:
+    """Every (attacker, reading, task, mechanism, calibration, epsilon); the combinations Figure 2 lacks first, then
+    its own (noise-free, per-encoding), each by :data:`EPSILON_PRIORITY` and task."""
+    from ..mechanisms.dp import scheme_name
+
+    m, k = dp_point(o["masked"])
+    rank = {e: i for i, e in enumerate(EPSILON_PRIORITY)}
+    eps_order = sorted(o["epsilons"], key=lambda e: (rank.get(e, len(rank)), e))
+    out = []
+    for combos in (NOISE_COMBOS[:-1], NOISE_COMBOS[-1:]):
+        for eps in eps_order:
+            for t in o["tasks"]:
+                for attacker, reading in combos:
+                    cfg = attacker_config(o["seed"], noise_aware=attacker == "noise-aware")
+                    out += [Point(f"rec_{t}_{scheme_name(m)}_{mech}_{cal}_{reading}_{attacker}_eps{eps:g}",
+                                  {**release_settings(t, (f"{m}:{k}",), o, config=cfg,
+                                                      dp={"mechanism": mech, "epsilon": eps, "delta": 1e-5, "clip": 1.0,
+                                                          "calibration": cal}), "noise": reading})
+                            for mech in o["mechanisms"] for cal in o["calibrations"]]
+    return out
+
+
+def _noise_run(o: dict, point: Point, ctx: RunContext) -> dict:
+    """One release of the point's task under DP instance encoding with the point's noise reading, attacked by the
+    point's attacker; the record is :func:`~privnlu.attacks.reconstruction_sweep.reconstruction_record`'s."""
+    import time
+
+    import torch
+
+    from ..attacks.audit import parse_condition, reconstruction_audit
+    from ..attacks.reconstruction import ReconstructionConfig
+    from ..attacks.reconstruction_sweep import DISTRACTORS, reconstruction_record, select_examples
+    from ..attacks.threat import Corpus
+    from ..mechanisms.dp import DPSettings
+    from ..rng import SecretGenerator
+    from .xie2021 import _prepared
+
+    s = point.settings
+    t0, c0 = time.time(), time.process_time()
+    prep = _prepared(s["task"], s["train_limit"], ctx.data_dir, ctx.cache_dir)
+    config = ReconstructionConfig(**{**s["config"], "mlp_hidden": tuple(s["config"]["mlp_hidden"])})
+    cond = parse_condition(s["conditions"][0].removeprefix("m").replace("-k", ":"))
+    cal = DPSettings(**s["dp"]).calibrate(dim=prep.train_x.shape[1], k=cond.k, epochs=s["epochs"], noise=s["noise"])
+    priv, aux, dis = select_examples(prep, s["queries"], s["aux_size"], s["seed"], DISTRACTORS)  # as reconstruction_sweep
+    labels = torch.tensor(prep.train.labels)
+    r = reconstruction_audit(prep.train_x[priv], labels[priv], cond, SecretGenerator(s["seed"], warn=False),
+                             epochs=s["epochs"], auxiliary=Corpus([prep.train.texts_a[i] for i in aux.tolist()],
+                                                                  prep.train_x[aux], labels[aux]),
+                             candidates=Corpus(prep.train.texts_a, prep.train_x),
+                             private_texts=[prep.train.texts_a[i] for i in priv.tolist()], config=config,
+                             methods=tuple(s["methods"]), mechanism=cal.mechanism,
+                             num_labels=len(prep.task.label_names), distractors_x=prep.train_x[dis] if len(dis) else None,
+                             noise=s["noise"], progress=False)
+    r["dp_calibration"] = cal.to_json()
+    rec = reconstruction_record(prep, {cond.name: r}, queries=s["queries"], epochs=s["epochs"], aux_size=s["aux_size"],
+                                config=config, seed=s["seed"], t0=t0, recipe="xie2022-figure2-noise-aware")
+    return {**rec, "train_limit": s["train_limit"], "cpu_seconds": round(time.process_time() - c0, 1)}
+
+
+def _noise_settings_of(r: dict) -> dict:
+    first = next(iter(r["conditions"].values()))
+    return {**release_settings_of(r), "noise": first["dp_calibration"].get("noise_reading", "per-encoding")}
+
+
+register(Recipe(
+    "xie2022-figure2-noise-aware", PAPER, "figure2-noise-aware",
+    "Beyond the paper: Xie & Hong 2022 Figure 2 with two attackers (pair network trained on noise-free or on noisy "
+    "simulated releases: the noise-aware attacker knows the public mechanism and epsilon) and two readings of "
+    "Algorithm 1's noise (fresh per encoding; one vector per batch, as printed: not DP), SST-2 and CoLA, Gaussian, "
+    "correct calibration; nmf clustering",
+    NOISE_AWARE_DEFAULTS, _noise_points, _noise_run, _noise_settings_of,
     variant=lambda o: _variant(o, mode=False), check=_check))
 
 
@@ -177,6 +281,46 @@ register(Recipe(
     "(a 95 % lower bound on epsilon from the real mechanism, beside the claimed epsilon)",
     {"draws": 100_000, "seed": 0},
     _audit_points, _audit_run,
+    lambda r: {"mechanism": r["mechanism"], **r["case"], "draws": r["draws_per_hypothesis"], "seed": r["experiment_seed"]}))
+
+# -- the two readings of Algorithm 1's noise draw, checked empirically (beyond the paper) ---------------------------
+
+#: (mechanism, claimed epsilon, dimension), each audited under both readings (correct calibration, k = 1, one pass)
+READING_CASES = (("gaussian", 1, 64), ("gaussian", 4, 64), ("laplace", 1, 64))
+
+
+def _reading_points(o: dict) -> list[Point]:
+    return [Point(f"reading_{mech}_{noise}_eps{eps:g}_d{d}",
+                  {"mechanism": mech, "calibration": "correct", "epsilon": eps, "dim": d, "k": 1, "encodings": 1,
+                   "noise_reading": noise, "delta": 1e-5, "clip": 1.0, "draws": o["draws"], "seed": o["seed"]})
+            for mech, eps, d in READING_CASES for noise in ("per-encoding", "per-batch")]
+
+
+def _reading_run(o: dict, point: Point, ctx: RunContext) -> dict:
+    from ..attacks.dp_audit import max_certifiable_epsilon
+    from ..attacks.dp_noise_audit import audit_noise_reading
+    from ..mechanisms.dp import calibrate
+    from ..rng import SecretGenerator
+    from ..version import __version__
+
+    s = point.settings
+    cal = calibrate(s["mechanism"], epsilon=s["epsilon"], delta=s["delta"], clip=s["clip"], dim=s["dim"], k=s["k"],
+                    epochs=s["encodings"], calibration=s["calibration"], noise=s["noise_reading"])
+    r = audit_noise_reading(cal, noise=s["noise_reading"], draws=s["draws"], rng=SecretGenerator(s["seed"], warn=False))
+    return {"kind": "dp-audit", "privnlu": __version__, "mechanism": s["mechanism"], "draws_per_hypothesis": s["draws"],
+            "experiment_seed": s["seed"], "results": [r.to_json()], "violated": r.violated,
+            "case": {k: s[k] for k in ("calibration", "epsilon", "dim", "k", "encodings", "noise_reading", "delta", "clip")},
+            "largest_certifiable_epsilon": {"delta0": max_certifiable_epsilon(s["draws"] // 2),
+                                            "delta1e-5": max_certifiable_epsilon(s["draws"] // 2, 1e-5)}}
+
+
+register(Recipe(
+    "xie2022-noise-reading-audit", PAPER, "noise-reading-audit",
+    "Beyond the paper: Algorithm 1's noise drawn once per batch (as printed) against fresh noise per encoding, "
+    "checked by telling two neighbouring batches apart from the difference of their two encodings (a 95 % lower "
+    "bound on epsilon beside the claim)",
+    {"draws": 5_000, "seed": 0},
+    _reading_points, _reading_run,
     lambda r: {"mechanism": r["mechanism"], **r["case"], "draws": r["draws_per_hypothesis"], "seed": r["experiment_seed"]}))
 
 # old recipe names, accepted for one release

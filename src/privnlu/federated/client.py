@@ -145,13 +145,19 @@ class TextHideClient:
 
 def replay_batch(cfg: FederatedConfig, partition: int, rnd: int) -> tuple[list[str], list[list[int]]]:
     """AUDITOR ONLY, seeded joint-mode runs: the texts and token ids (padding dropped) of the batch client
-    ``partition`` drew in round ``rnd`` (FedSGD), replayed from the experiment seed; never given to an attack."""
+    ``partition`` drew in round ``rnd`` (FedSGD), replayed from the experiment seed; never given to an attack. With
+    client DP-SGD it is the round's Poisson sample (:func:`.client_dp.replay_poisson_sample`; possibly empty)."""
     if cfg.experiment_seed is None:
         raise PrivnluError("the true batch can be replayed only for a run with --seed (its secrets are os.urandom)")
     if cfg.mode != "joint":
         raise PrivnluError("token-level ground truth needs a joint-mode run (frozen mode sends no encoder gradient)")
     client = TextHideClient(cfg, partition, RecordDict(), rnd)
-    idx = client.sample()
+    if cfg.client_dp_epsilon:
+        from .client_dp import replay_poisson_sample
+
+        idx = replay_poisson_sample(cfg, len(client.data), client_rng(cfg, partition, "client-dp", rnd).words(2))
+    else:
+        idx = client.sample()
     tok = client.data.tokens
     assert tok is not None
     ids = [tok["input_ids"][i][tok["attention_mask"][i].bool()].tolist() for i in idx.tolist()]

@@ -22,6 +22,7 @@ refused with client DP-SGD (``--scheme none``, or TextHide with ``k = 1``, whose
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass
 
@@ -78,8 +79,10 @@ def plan_client(cfg, client: int, n: int, *, noise_multiplier: float | None = No
     return ClientPlan(client, n, q, steps, delta, float(z), float(cfg.client_dp_epsilon), float(cfg.client_dp_clip))
 
 
+@functools.lru_cache(maxsize=256)
 def accounted_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> float:
-    """Epsilon of ``steps`` Poisson-subsampled Gaussian steps (Opacus's PRV accountant, as the calibration)."""
+    """Epsilon of ``steps`` Poisson-subsampled Gaussian steps (Opacus's PRV accountant, as the calibration);
+    remembered per process (about a second a call, and the record, the check and the ledger ask for the same)."""
     from opacus.accountants import create_accountant
 
     acc = create_accountant(ACCOUNTANT)
@@ -125,6 +128,20 @@ def guarantee_text(epsilon: float, delta: float, rounds: int, clip: float) -> st
             "sending, Opacus PRV accountant, each client counted in every round); it is not a client-level bound")
 
 
+def _unreached(module: nn.Module, probe: tuple, params: list[nn.Parameter]) -> list[nn.Parameter]:
+    """The parameters of ``params`` a forward pass on ``probe`` (a constant input, never data) does not reach."""
+    if not params:
+        return []
+    was = module.training
+    module.eval()
+    try:
+        out = module(*probe)
+    finally:
+        module.train(was)
+    grads = torch.autograd.grad(out.float().sum(), params, allow_unused=True)
+    return [p for p, g in zip(params, grads) if g is None]
+
+
 def _per_example_loss(out: torch.Tensor, y: torch.Tensor, regression: bool) -> torch.Tensor:
     if regression:
         return (out[:, 0] - y.reshape(len(out), -1)[:, 0]) ** 2
@@ -135,7 +152,10 @@ class ClientDPSGD:
     """One client's DP-SGD for one round over its model (head, or encoder + head) and shard.
 
     ``inputs(idx)`` gives the module's inputs for shard rows ``idx``; ``empty`` a constant one-row input (never
-    data) for an empty Poisson sample, which still takes its noisy step at weight 0."""
+    data) for an empty Poisson sample, which still takes its noisy step at weight 0. Parameters the loss never
+    reaches (BERT's pooler under ``cls`` or ``mean`` pooling: a probe on ``empty`` finds them) are frozen for the
+    round and get a zero gradient (a constant, as the non-private client sends): Opacus needs a per-example
+    gradient for every parameter it trains."""
 
     def __init__(self, module: nn.Module, plan: ClientPlan, *, inputs, targets: torch.Tensor, empty: tuple,
                  regression: bool, words: tuple[int, int]) -> None:
@@ -145,13 +165,19 @@ class ClientDPSGD:
         self.plan, self.inputs, self.targets, self.empty, self.regression = plan, inputs, targets, empty, regression
         self.noise_gen, self.sample_gen = (torch.Generator().manual_seed(int(w)) for w in words)
         self.params = [p for p in module.parameters() if p.requires_grad]
+        self.unreached = _unreached(module, empty, self.params)
+        for p in self.unreached:
+            p.requires_grad_(False)
+        self.trained = [p for p in self.params if p.requires_grad]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.gsm = GradSampleModule(module, batch_first=True, loss_reduction="sum")
 
     def close(self) -> None:
-        """Remove Opacus's hooks (the encoder is shared across rounds)."""
+        """Remove Opacus's hooks and unfreeze the unreached parameters (the encoder is shared across rounds)."""
         self.gsm._close()
+        for p in self.unreached:
+            p.requires_grad_(True)
 
     def sample(self) -> torch.Tensor:
         """A Poisson sample of the shard: each row independently with probability ``q``."""
@@ -161,6 +187,10 @@ class ClientDPSGD:
     def optimizer(self, inner: torch.optim.Optimizer):
         from opacus.optimizers import DPOptimizer
 
+        frozen = {id(p) for p in self.unreached}
+        for g in inner.param_groups:
+            g["params"] = [p for p in g["params"] if id(p) not in frozen]
+        inner.param_groups[:] = [g for g in inner.param_groups if g["params"]]
         return DPOptimizer(inner, noise_multiplier=self.plan.noise_multiplier, max_grad_norm=self.plan.clip,
                            expected_batch_size=max(1, int(round(self.plan.expected_batch))), loss_reduction="mean",
                            generator=self.noise_gen)
@@ -181,10 +211,11 @@ class ClientDPSGD:
     def noisy_gradient(self) -> list[torch.Tensor]:
         """FedSGD: one DP-SGD gradient ``(sum_i clip_C(g_i) + N(0, (zC)^2 I)) / (q n)`` for every trainable
         parameter (in ``module.parameters()`` order)."""
-        opt = self.optimizer(torch.optim.SGD(self.params, lr=0.0))
+        opt = self.optimizer(torch.optim.SGD(self.trained, lr=0.0))
         self._backward(opt)
         opt.pre_step()
-        out = [p.grad.detach().clone() for p in self.params]
+        frozen = {id(p) for p in self.unreached}
+        out = [torch.zeros_like(p) if id(p) in frozen else p.grad.detach().clone() for p in self.params]
         opt.zero_grad(set_to_none=True)
         return out
 
@@ -267,6 +298,13 @@ class ClientDPRound:
                            "lr": cfg.encoder_lr})
         self._run(lambda dp: dp.local_steps(torch.optim.Adam(groups), cfg.local_steps))
         return float("nan"), int(round(self.plan.expected_batch * cfg.local_steps))
+
+
+def replay_poisson_sample(cfg, n: int, words) -> torch.Tensor:
+    """AUDITOR ONLY: the shard rows :meth:`ClientDPSGD.sample` draws first (the FedSGD round's sample) for the
+    round's secret ``words``, at ``q = min(1, B / n)``; seeded experiments replay it, never an attack."""
+    gen = torch.Generator().manual_seed(int(tuple(words)[1]))
+    return (torch.rand(n, generator=gen) < min(1.0, cfg.batch_size / n)).nonzero().flatten()
 
 
 def client_releases(cfg, n_train: int, output: str) -> list:

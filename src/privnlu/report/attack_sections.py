@@ -324,6 +324,106 @@ def attack_reconstruction(records: list[dict], ctx: Context) -> Markup | None:
     return out
 
 
+PM_SCORERS = {"mlp": "the paper's vanilla MLP", "factorised": "privnlu's factorised network",
+              "true": "true share matrix (oracle)"}
+PM_RULES = {"paper-greedy": "paper-greedy (Table 1's rule)", "fair-greedy": "fair-greedy (duplicate control)"}
+
+
+def _paper_method_blocks(records: list[dict]) -> list[tuple[str, list[str], list[list[object]]]] | None:
+    """The paper's method run fairly (``reconstruct-paper-method`` records): per task, lenient success of each
+    clustering rule on each pair scorer beside the paper's Table 1 (mean ± sample sd over seeds, each seed
+    listed), originals found, and each pair network's accuracy on balanced held-out pairs and on the release."""
+    import statistics
+
+    from .. import paper_values as pv
+    from ..paper_values.xie2021 import TASK_ROWS, table1_column
+
+    runs = [r for r in records if r.get("kind") == "attack" and r.get("attack") == "reconstruct-paper-method"]
+    if not runs:
+        return None
+    parts = []
+    by_task: dict[tuple, list[dict]] = {}
+    for r in runs:
+        key = (r["task"], r["n_queries"], r["epochs"], r["config"]["pair_data"], r["aux_size"])
+        by_task.setdefault(key, []).append(r)
+    paper_pair = pv.lookup("xie2021", "Section 4.2", "pair network", "accuracy")
+    pair_rows = []
+    for (task, n, epochs, pair_data, aux_size), recs in sorted(by_task.items(), key=lambda kv: TASK_ROWS.get(kv[0][0], kv[0][0])):
+        ks = sorted({int(r["condition"]["k"]) for r in recs})
+        seeds = sorted({r["experiment_seed"] for r in recs})
+        cells: dict[tuple[int, str], list[dict]] = {}
+        for r in sorted(recs, key=lambda r: r["experiment_seed"]):
+            c = r["condition"]
+            for m, v in c["methods"].items():
+                cells.setdefault((int(c["k"]), m), []).append(v)
+            for net, acc in c["pair_accuracy"].items():
+                cells.setdefault((int(c["k"]), "pairs:" + net), []).append(acc)
+        paper = {k: pv.lookup("xie2021", "Table 1", TASK_ROWS.get(task, task), table1_column(k)) for k in ks}
+        rows = [["paper (Table 1)", "", *[_pct(paper[k].value) if paper[k] is not None else "-" for k in ks]]]
+        found = []
+        for scorer in PM_SCORERS:
+            for rule in PM_RULES:
+                m = f"{rule}/{scorer}"
+                vs = {k: cells.get((k, m), []) for k in ks}
+                row = [PM_RULES[rule], PM_SCORERS[scorer]]
+                for k in ks:
+                    succ = [v["success"] for v in vs[k]]
+                    d = pv.compare_cells(statistics.mean(succ), paper[k])[2] if succ else "-"
+                    row.append(f"{_spread(succ)} ({d})" if succ and paper[k] is not None else _spread(succ))
+                rows.append(row)
+                found.append([PM_RULES[rule], PM_SCORERS[scorer],
+                              *[f"{_spread([float(v['originals_found']) for v in vs[k]], 0, each=False)} / "
+                                f"{_spread([v['purity'] for v in vs[k]], 2, each=False)}" for k in ks]])
+        where = (f"a sample of the dataset holding the private examples among {aux_size:,} others (the paper's threat "
+                 "model)" if pair_data == "private-distribution"
+                 else f"a disjoint auxiliary set of {aux_size:,} examples of the same distribution")
+        head = ["clustering", "pair scores", *[f"k = {k}" for k in ks]]
+        parts.append((f"**{task}**: {n} private examples x {epochs} encodings each (Table 1: x 50), m = 1; the "
+                      f"attacker's training pairs from {where}; experiment seed{'s' if len(seeds) > 1 else ''} "
+                      f"{', '.join(map(str, seeds))}"
+                      + (" (mean ± sample sd over the seeds, each seed in brackets; diff to the paper in parentheses)"
+                         if len(seeds) > 1 else "") + ". Lenient success, % of the originals:", head, rows))
+        parts.append(("Originals with a group / mean group purity:", head, found))
+        for k in ks:
+            for net in ("mlp", "factorised"):
+                accs = cells.get((k, "pairs:" + net), [])
+                if not accs:
+                    continue
+                held = [100 * a["heldout_balanced"] for a in accs]
+                p, _, d = pv.compare_cells(statistics.mean(held), paper_pair)
+                rel = [a["release"] for a in accs]
+                pair_rows.append([task, k, PM_SCORERS[net], p, _spread(held, each=False), d,
+                                  _spread([100 * a["natural_accuracy"] for a in rel], each=False),
+                                  _spread([100 * a["balanced_accuracy"] for a in rel], each=False),
+                                  _spread([100 * a["true_positive_rate"] for a in rel], each=False),
+                                  _spread([100 * a["true_negative_rate"] for a in rel], each=False),
+                                  _spread([100 * a["sharing_pairs"] for a in rel], each=False)])
+    if pair_rows:
+        parts.append(("**Pair networks** (share an original?): held out = balanced pairs of a fresh release the "
+                      "attacker simulates itself; release = every pair of the attacked release (its natural mix), "
+                      "and the balanced accuracy, true-positive and true-negative rates there. Paper: section 4.2 "
+                      "(94 %, evaluation pairs not described).",
+                      ["task", "k", "network", "paper %", "held-out balanced %", "diff", "release natural %",
+                       "release balanced %", "TPR %", "TNR %", "sharing pairs %"], pair_rows))
+    return parts
+
+
+def _paper_method_md(records: list[dict]) -> str | None:
+    blocks = _paper_method_blocks(records)
+    if blocks is None:
+        return None
+    return "\n\n".join(f"{text}\n\n{md_table(head, rows)}" for text, head, rows in blocks)
+
+
+@section("attack_reconstruction_paper_method", "Attacks: Xie & Hong 2021's own method, run fairly", order=41,
+         markdown=_paper_method_md)
+def attack_reconstruction_paper_method(records: list[dict], ctx: Context) -> Markup | None:
+    blocks = _paper_method_blocks(records)
+    if blocks is None:
+        return None
+    return join(*[join(para(html.escape(text.replace("**", ""))), table(head, rows)) for text, head, rows in blocks])
+
+
 def _scale_setting(r: dict) -> str:
     """The attack's setting in one label: the pairs it scores and its nmf repair passes."""
     graph = f"k-NN graph {r['graph_neighbours']}" if r.get("graph_neighbours") else "all pairs"

@@ -19,7 +19,8 @@ from .registry import SECTIONS, Context, TextOnly, html_markdown, plural
 
 #: one module per feature area; each registers its sections when imported (see :mod:`.registry`)
 SECTION_MODULES = ("audit_sections", "texthide_sections", "attack_sections", "dp_sections", "dp_attack_sections",
-                   "dchi_sections", "dchi_training_sections", "federated_sections", "dp_sgd_sections")
+                   "dchi_sections", "dchi_training_sections", "federated_sections", "dp_sgd_sections",
+                   "inference_sections", "benchmark_sections")
 
 
 def load_sections() -> None:

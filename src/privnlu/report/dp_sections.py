@@ -37,6 +37,8 @@ def curve_name(r: dict) -> str:
     sp = (r.get("spec") or {}).get("dp") or {}
     scheme = r.get("dp_scheme") or ("dp-ie" if str(r["m"]) == "0" else "dp-ie-masked")
     cal = "paper (not DP)" if d["calibration"] == "paper" else "correct"
+    if d.get("noise_reading") == "per-batch":  # Algorithm 1 as printed: its own curve, never mixed with sound ones
+        cal += ", one noise per batch (not DP)"
     q = "noisy queries" if sp.get("noisy_queries", True) else "clean queries"
     return f"{d['mechanism']}, {cal}, {scheme} (m={r['m']}, k={r['k']}), {q}, {r.get('mode', 'frozen')}"
 
@@ -106,7 +108,8 @@ def _rows(task: str, refs: dict[str, list[dict]], curves: dict[str, Curve],
         if maj is not None:
             rows.append(["majority class", key, *[maj] * len(eps)])
     for name, c in curves.items():
-        rows.append([name, "accounted epsilon", *[f"{c[e][1]:.3g}" if e in c else "-" for e in eps]])
+        rows.append([name, "accounted epsilon", *[("none (one noise per batch: not DP)" if c[e][1] is None else
+                                                   f"{c[e][1]:.3g}") if e in c else "-" for e in eps]])
     for name, c in curves.items():  # the noise each point adds, where the records state it
         if all(_noise(c[e][0][0]) is not None for e in c):
             label = "noise sigma per coordinate" if name.startswith("gaussian") else "noise scale b per coordinate"

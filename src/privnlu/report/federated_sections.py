@@ -497,3 +497,82 @@ def federated_client_dp(records: list[dict], ctx: Context) -> str | None:
     if not recs:
         return None
     return table(CLIENT_DP_HEAD, _client_dp_rows(recs)) + para(_client_dp_note(recs).replace("`", ""))
+
+
+# -- the span inversion against client-side DP-SGD messages --------------------------------------------------
+
+CLIENT_DP_SPAN_HEAD = ["batch size (expected)", "client DP-SGD", "noise multiplier z", "accounted epsilon",
+                       "messages", "empty samples", "sentences per message (mean)", "tokens per update (mean)", "d",
+                       "span saturated", "ROUGE-1", "ROUGE-2", "exact sentences", "certified / recovered"]
+CLIENT_DP_SPAN_NOTE = ("Each message is the FedSGD reply privnlu's client code sends for client 0 in rounds 1, 2, ... "
+                       "of a seeded joint-mode run with the default frozen embedding tables and no TextHide, at the "
+                       "initial model; the attacker gets the message, its declared (expected) batch size and the "
+                       "model the server sent (threat model `wire-span-inversion`), the auditor replays the batch "
+                       "the client used from the seed. Off: the non-private client (a fixed batch of B). Client "
+                       "DP-SGD: a Poisson sample of the client's shard at rate q = B / n_c, each example's gradient "
+                       "clipped to C, Gaussian noise of standard deviation zC on the sum, divided by qn_c; z "
+                       "calibrated so that the client's messages over all the run's rounds are (epsilon, delta)-DP "
+                       "per example (Opacus PRV accountant, every round counted). Clip only: the same sampling and "
+                       "clipping with z = 0 (a diagnostic, no guarantee); it and the epsilon rows draw the "
+                       "same Poisson samples (same seed), so they differ by the noise only. Empty samples: messages "
+                       "whose Poisson sample held no example (nothing to recover); the means are over the others. "
+                       "The sentence search stops at the declared batch size, so a sample larger than it is only "
+                       "partly recovered. ROUGE, exact and certified as in the table of plain messages. Client "
+                       "encoder dropout off (exact inversion assumes none: the attacker's best case). Span "
+                       "saturated: the first layer's gradient has full rank.")
+
+
+def _client_dp_span_order(rec: dict) -> tuple:
+    s = rec["settings"]
+    private = s["epsilon"] > 0 and s["noise_multiplier"] is None
+    return (s["batch_size"], s["epsilon"] > 0, private, -s["epsilon"])
+
+
+def _client_dp_span_rows(recs: list[dict]) -> list[list[object]]:
+    rows = []
+    for rec in sorted(recs, key=_client_dp_span_order):
+        s, plan = rec["settings"], rec.get("plan")
+        for r in rec["results"]:
+            scored = [x for x in r["rows"] if x["sentences"]]
+            label = ("off" if not s["epsilon"] else "clip only" if s["noise_multiplier"] is not None
+                     else f"epsilon {s['epsilon']:g}")
+            rows.append([s["batch_size"], label, f"{plan['noise_multiplier']:.3g}" if plan else "-",
+                         plan["epsilon"] if plan and plan["epsilon"] is not None else "-", r["trials"],
+                         r.get("empty", 0),
+                         f"{sum(x['sentences'] for x in scored) / len(scored):.2g}" if scored else "-",
+                         f"{r['tokens']:.0f}", r["dim"], f"{r['saturated']} / {r['trials']}", r["rouge1"],
+                         r["rouge2"], r["exact"], f"{sum(x['certified'] for x in r['rows'])} / "
+                                                  f"{sum(x['recovered'] for x in r['rows'])}"])
+    return rows
+
+
+def _client_dp_span_settings(recs: list[dict]) -> str:
+    s = recs[0]["settings"]
+    plans = [r["plan"] for r in recs if r.get("plan")]
+    delta = f", delta = 1/(10 n_c) = {plans[0]['delta']:.2g}" if plans else ""
+    return (f"Settings: `{s['task']}`, packaged encoder, {s['clients']} clients, train limit {s['train_limit']} "
+            f"(n_c = {s['train_limit'] // s['clients']} examples per client), noise calibrated for a run of "
+            f"{s['rounds']} rounds (one DP-SGD step per round){delta}, clipping norm C = {s['clip']:g}, "
+            f"{s['trials']} messages per cell, seed {s['seed']}, at most {s['max_seconds']:g} s of sentence search "
+            "per message. ")
+
+
+def sentence_recovery_client_dp_md(records: list[dict]) -> str | None:
+    from .registry import md_table
+
+    recs = [r for r in records if r.get("kind") == "sentence_recovery_client_dp"]
+    if not recs:
+        return None
+    return (md_table(CLIENT_DP_SPAN_HEAD, _client_dp_span_rows(recs)) + "\n\n" + _client_dp_span_settings(recs)
+            + CLIENT_DP_SPAN_NOTE)
+
+
+@section("sentence_recovery_client_dp", "Sentences recovered from client-side DP-SGD messages (DAGER-class span "
+         "inversion)", order=48, markdown=sentence_recovery_client_dp_md)
+def sentence_recovery_client_dp(records: list[dict], ctx: Context) -> str | None:
+    """The span inversion on a client's DP-SGD messages per epsilon, beside the non-private and clip-only client."""
+    recs = [r for r in records if r.get("kind") == "sentence_recovery_client_dp"]
+    if not recs:
+        return None
+    return table(CLIENT_DP_SPAN_HEAD, _client_dp_span_rows(recs)) + para(
+        (_client_dp_span_settings(recs) + CLIENT_DP_SPAN_NOTE).replace("`", ""))

@@ -20,7 +20,7 @@ from .registry import Context, md_table, plural, section, table
 VARIANTS = ("baseline", "texthide-intra", "texthide-inter")
 SHORT = {"baseline": "baseline", "texthide-intra": "intra", "texthide-inter": "inter"}
 M_ORDER = ["0", "1", "4", "16", "64", "256", "1024", "4096", "inf"]
-NOT_TABLE1 = {"sweep", "figure2", "table6", "xie2022"}
+NOT_TABLE1 = {"sweep", "figure2", "table5", "table6", "xie2022"}
 PAPER_SETTING = ("Paper: BERT-base (12 layers, d = 768) fine-tuned jointly with an MLP head (768, 768, 768), full "
                  "GLUE training sets, hyperparameters chosen on 10% of train, mean of 5 runs.")
 #: our metric key of a task's secondary number, beside its primary one
@@ -401,6 +401,106 @@ def texthide_table6(records: list[dict], ctx: Context) -> Markup | None:
     return join(table(TABLE6_HEAD, rows), para(_table6_note())) if rows else None
 
 
+# -- Table 5: a second encoder family --------------------------------------------------------------------------------
+
+TABLE5_HEAD = ["encoder", "task", "metric", "train examples", "epochs", "steps b / intra / inter",
+               "baseline: paper", "ours", "diff", "intra: paper", "ours", "diff", "inter: paper", "ours", "diff",
+               "intra cost: paper", "ours", "inter cost: paper", "ours", "majority class"]
+
+
+def _table5_runs(records: list[dict]) -> dict[tuple[str, str], dict[str, dict]]:
+    """(encoder, task) -> variant -> record of the Table 5 recipe (the last file wins)."""
+    by: dict[tuple[str, str], dict[str, dict]] = defaultdict(dict)
+    for r in _train(records, groups={"table5"}):
+        by[(encoder_name(r.get("encoder") or {}), r["task"])][r["variant"]] = r
+    def width(v: dict[str, dict]) -> int:
+        return -int(((v.get("baseline") or next(iter(v.values()))).get("encoder") or {}).get("hidden_size") or 0)
+
+    return dict(sorted(by.items(), key=lambda kv: (kv[0][1], width(kv[1]), kv[0][0])))  # the widest encoder first
+
+
+def _cost(base: float | None, var: float | None, majority: float | None = None) -> str:
+    """``base - var`` in points; not read where the variant scores at or under the majority class (it learned
+    nothing, so the difference measures the budget, not TextHide)."""
+    if base is None or var is None:
+        return "-"
+    if majority is not None and var <= majority:
+        return "none readable (at majority)"
+    return f"{base - var:+.2f}"
+
+
+def table5_rows(records: list[dict]) -> list[list[object]]:
+    """Rows of Table 5 (one per encoder, task and metric): the paper's RoBERTa-base cell, ours and the difference
+    per variant, and the TextHide cost (baseline minus the variant, points) in the paper and in ours."""
+    rows = []
+    for (enc, task), v in _table5_runs(records).items():
+        any_run = v.get("baseline") or next(iter(v.values()))
+        keys = [PRIMARY_KEY[any_run["metric"]]] + ([SECONDARY[any_run["metric"]]] if any_run["metric"] in SECONDARY else [])
+        for key in keys:
+            ours = {var: metric_value(v.get(var), key) for var in VARIANTS}
+            theirs = {var: paper.table5(task, var, key) for var in VARIANTS}
+            cells: list[object] = [enc, task, key, any_run["n_train"], (any_run.get("budget") or {}).get("epochs", "-"),
+                                   " / ".join(_steps(v.get(var)) for var in VARIANTS)]
+            for var in VARIANTS:
+                cells += compare_cells(ours[var], theirs[var], digits=2)
+            pv = {var: (theirs[var].value if theirs[var] else None) for var in VARIANTS}
+            maj = (any_run.get("majority") or {}).get("score") if key == keys[0] else None
+            for var in VARIANTS[1:]:
+                cells += [_cost(pv["baseline"], pv[var]), _cost(ours["baseline"], ours[var], maj)]
+            cells.append(f"{maj:.2f}" if maj is not None else "-")
+            rows.append(cells)
+    return rows
+
+
+def _table5_budget(records: list[dict]) -> str:
+    """Each encoder's budget, from its records: examples, epochs, batch, learning rates, dev sentences, minutes, and
+    the binomial standard error of the baseline's accuracy, ``sqrt(p (1 - p) / n_dev)``, to read a cost against."""
+    out = []
+    for (enc, task), v in _table5_runs(records).items():
+        r = v.get("baseline") or next(iter(v.values()))
+        b = r.get("budget") or {}
+        lrs = ", ".join(f"{x:g}" for x in b.get("encoder_lrs") or []) or "-"
+        secs = sum(x.get("seconds") or 0 for x in v.values())
+        n_eval = r.get("n_eval")
+        n_dev = n_eval.get("dev") if isinstance(n_eval, dict) else n_eval
+        text = (f"{enc} on {task}: the first {r['n_train']} training examples (10% held out to choose the epoch), "
+                f"{plural(b.get('epochs') or 0, 'epoch')}, batch {b.get('batch_size', '?')}, encoder lr {lrs}, head lr "
+                f"{b.get('head_lr') or 0:g}, the first {n_dev or '?'} dev sentences, {secs / 60:.0f} minutes on 2 "
+                f"shared CPU cores for the {plural(len(v), 'run')}")
+        if r.get("metric") == "accuracy" and n_dev and "baseline" in v:
+            se = 100 * (r["score"] / 100 * (1 - r["score"] / 100) / n_dev) ** 0.5
+            text += (f"; binomial standard error of the baseline's accuracy on these sentences {se:.1f} points, of a "
+                     f"difference of two runs about {se * 2 ** 0.5:.1f}")
+        out.append(text)
+    return "Budget: " + "; ".join(out) + "." if out else ""
+
+
+TABLE5_NOTE = ("Cost: the baseline minus the variant, points (positive: TextHide loses accuracy). A TextHide cell at or "
+               "under the majority class has learned nothing within its budget; its difference to the baseline "
+               "measures the budget, not TextHide, and is not read.")
+TABLE5_PAPER = ("Paper (Table 5, Appendix B.2): RoBERTa-base (12 layers, d = 768) fine-tuned jointly with an MLP head, "
+                "the full SST-2 training set (67k), hyperparameters chosen on 10% of train, mean of 5 runs, "
+                "(m, k) = (256, 4). Our second family is all-mpnet-base-v2 (12 layers, d = 768, MPNet pretraining "
+                "then sentence-embedding training), not RoBERTa-base: the paper column is the paper's RoBERTa row, "
+                "set beside ours for the shape of the result (the cost of intra and inter), not as the same model.")
+
+
+def table5_md(records: list[dict]) -> str | None:
+    rows = table5_rows(records)
+    if not rows:
+        return None
+    runs = [r for v in _table5_runs(records).values() for r in v.values()]
+    return (f"{md_table(TABLE5_HEAD, rows)}\n\n{TABLE5_NOTE}\n\n{_settings_line(runs)}\n\n{_table5_budget(records)}"
+            f"\n\n{TABLE5_PAPER}")
+
+
+@section("texthide_table5", "TextHide with a second encoder family (paper Table 5)", order=12, markdown=table5_md)
+def texthide_table5(records: list[dict], ctx: Context) -> Markup | None:
+    rows = table5_rows(records)
+    return (join(table(TABLE5_HEAD, rows), para(TABLE5_NOTE), para(_table5_budget(records)), para(TABLE5_PAPER))
+            if rows else None)
+
+
 RUN_HEAD = ["run", "group", "mode", "DP (mechanism, epsilon, calibration)", "eval mask", "|x| head", "reported score",
             "best dev score (any epoch)", "train examples", "seconds"]
 
@@ -411,7 +511,9 @@ def _dp_cell(r: dict) -> str:
         return "-"
     if "mechanism" not in d:  # DP-SGD: the model's accounted (epsilon, delta)
         return f"DP-SGD, eps {d['target_epsilon']:g} (accounted {d['epsilon']:.3g}), delta {d['delta']:.2g}"
-    return f"{d['mechanism']}, eps {d['target_epsilon']:g} (accounted {d['accounted_epsilon']:.3g}), {d['calibration']}"
+    acc = d.get("accounted_epsilon")
+    accounted = "no epsilon: one noise per batch, not DP" if acc is None else f"accounted {acc:.3g}"
+    return f"{d['mechanism']}, eps {d['target_epsilon']:g} ({accounted}), {d['calibration']}"
 
 
 def run_rows(records: list[dict]) -> list[list[object]]:

@@ -6,6 +6,11 @@ calibration accounts the composition of every encoding an example takes part in 
 pass, ``ceil(k/2)`` with a public corpus) with dp-accounting, for replace-one sensitivity ``2 C max_weight``;
 ``paper`` is the paper's per-encoding calibration (Theorems 3 and 4), which is **not** a valid guarantee for the
 release. The mechanism, sensitivity and accounting are :mod:`privnlu.mechanisms.dp`.
+
+``noise``: ``per-encoding`` (default) draws fresh noise for every encoding, as the paper's Theorems 3 and 4 analyse;
+``per-batch`` adds one noise vector to every encoding of a batch, as Algorithm 1 is printed (lines 7 and 11). The
+per-batch reading is **not DP**: the difference of two encodings of a batch carries no noise, so no finite epsilon
+holds (:meth:`DPInstanceEncoding.guarantee` says so; the CLI warns).
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from .texthide import K, M, TextHideIntra
 JOINT_DP_CAVEAT = ("the encoder was fine-tuned with gradients of the clean private inputs, so one example changes the "
                    "encoder and through it every later encoding: the noise is calibrated for a fixed encoder, and "
                    "neither the encodings nor this model carry the DP guarantee")
+#: the one-line warning the CLI prints when the per-batch reading is chosen
+PER_BATCH_WARNING = ("WARNING: --dp-noise per-batch (Algorithm 1 as printed: one noise vector per batch) is NOT DP: the "
+                     "difference of any two encodings of a batch is noise-free; no epsilon is claimed")
 
 @register
 @dataclass(frozen=True)
@@ -54,15 +62,25 @@ class DPInstanceEncoding(TextHideIntra):
     calibration: str = param(OPTIONS["calibration"].but(default="correct"))
     clean_queries: bool = param(OPTIONS["clean_queries"].but(default=False))
     inter: bool = param(OPTIONS["inter"].but(default=False))  # type: ignore[misc]
+    noise: str = param(OPTIONS["noise"].but(default="per-encoding"))
 
     def validate(self) -> None:
+        from ..mechanisms.dp import check_noise_reading
+
         super().validate()
         check_dp_settings(self.mechanism, self.epsilon, self.delta, self.clip, self.calibration)
+        check_noise_reading(self.noise)
 
     def params(self) -> dict[str, Any]:
+        # the default reading is left out, so that every record made before the option keeps its parameters
         return {**super().params(), "mechanism": self.mechanism, "epsilon": self.epsilon, "delta": self.delta,
                 "clip": self.clip, "calibration": self.calibration, "clean_queries": self.clean_queries,
-                "inter": self.inter}
+                "inter": self.inter, **({"noise": self.noise} if self.noise != "per-encoding" else {})}
+
+    @property
+    def warning(self) -> str | None:
+        """The line the CLI prints before work when the chosen reading is not DP (``None`` otherwise)."""
+        return PER_BATCH_WARNING if self.noise == "per-batch" else None
 
     @property
     def settings(self) -> Any:
@@ -78,25 +96,28 @@ class DPInstanceEncoding(TextHideIntra):
 
     @property
     def label(self) -> str:
-        return f"{super().label}-{self.settings.label}"
+        return f"{super().label}-{self.settings.label}" + ("-per-batch" if self.noise == "per-batch" else "")
 
     def calibrate(self, *, dim: int, epochs: int) -> Any:
         """The noise for a release of ``epochs`` passes over the data at width ``dim``
         (:class:`~privnlu.mechanisms.dp.Calibration`)."""
-        return self.settings.calibrate(dim=dim, k=self.k, epochs=epochs, inter=self.inter)
+        return self.settings.calibrate(dim=dim, k=self.k, epochs=epochs, inter=self.inter, noise=self.noise)
 
     def hider(self, *, dim: int, rng: Any, epochs: int = 1, public: Any = None, pool: Any = None) -> Any:
         """DP TextHide calibrated for ``epochs`` passes (each pass ``k`` encodings per example)."""
         from ..mechanisms.dp import DPTextHide
 
         return DPTextHide.from_settings(self.settings, self.m, self.k, dim=dim, rng=rng, epochs=epochs,
-                                        public=public if self.inter else None, pool=pool)
+                                        public=public if self.inter else None, pool=pool, noise=self.noise)
 
     release_hider = hider
 
     def guarantee(self, *, calibration: dict | None = None, joint: bool = False, **context: Any) -> Guarantee:
         """The guarantee of a release calibrated as ``calibration`` (a calibration's JSON); none in joint mode."""
         cal = calibration or {}
+        if self.noise == "per-batch" or cal.get("noise_reading") == "per-batch":
+            return Guarantee("none", f"none: {PER_BATCH_WARNING.removeprefix('WARNING: ')} (an attacker holding two "
+                                     "encodings of one batch tells neighbouring batches apart with certainty)")
         eps, delta = cal.get("accounted_epsilon"), cal.get("delta", self.delta)
         if joint:
             return Guarantee("none", f"none: {JOINT_DP_CAVEAT} (with a fixed encoder the same noise would give "

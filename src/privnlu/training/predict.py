@@ -66,6 +66,7 @@ from ..mechanisms.dp import DPTextHide, make_mechanism
 from ..mechanisms.texthide import MaskPool, TextHide, parse_m
 from ..models.encoder import SentenceEncoder, load_encoder, refuse_custom_code
 from ..models.features import extract_features
+from ..models.packaged import name_for_hub_id
 from ..models.saving import (ENCODER_DRAWS, HEAD_DIR, PIPELINE_FILE, QUERY_DRAWS, check_finite_weights, encoder_dir,
                              key_check, load_head, read_pipeline)
 from ..params import plural
@@ -437,6 +438,8 @@ def _base_encoder(enc: dict, model_dir: Path, run_dir: Path | None, model: str |
             model = spec_model
         elif enc["source"] == "hub":
             model = enc["name"]
+        elif enc["source"] == "packaged":  # the default MiniLM (None), or a split-zip package by its name
+            model = name_for_hub_id(enc["name"])
         elif enc["source"] == "local":
             raise PrivnluError(f"this head was trained on a local encoder folder named '{enc['name']}' "
                                f"(fingerprint {want[:16]}); pass it with --model FOLDER")

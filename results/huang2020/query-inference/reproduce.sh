@@ -1,0 +1,2 @@
+#!/bin/sh
+privnlu reproduce huang2020-query-inference

@@ -1,0 +1,2 @@
+#!/bin/sh
+privnlu reproduce huang2020-table5 --epochs 1 --train-limit 480

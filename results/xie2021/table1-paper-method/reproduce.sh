@@ -1,0 +1,2 @@
+#!/bin/sh
+privnlu reproduce xie2021-table1-paper-method

@@ -1,0 +1,2 @@
+#!/bin/sh
+privnlu reproduce xie2022-figure2-noise-aware

@@ -1,0 +1,2 @@
+#!/bin/sh
+privnlu reproduce xie2022-noise-reading-audit
