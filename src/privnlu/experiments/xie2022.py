@@ -156,7 +156,6 @@ register(Recipe(
 NOISE_COMBOS = (("noise-aware", "per-encoding"), ("noise-free", "per-batch"), ("noise-aware", "per-batch"),
                 ("noise-free", "per-encoding"))
 ATTACKERS = ("noise-free", "noise-aware")
-NOISE_READINGS = ("per-encoding", "per-batch")
 NOISE_AWARE_DEFAULTS = {"tasks": TASKS, "mechanisms": ("gaussian",), "calibrations": ("correct",), "epsilons": EPSILONS,
                         "masked": False, "methods": ("nmf",), "seed": 0}
 

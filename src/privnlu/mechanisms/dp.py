@@ -63,7 +63,7 @@ from typing import ClassVar
 
 import torch
 
-from ..choices import DP_CALIBRATIONS, DP_MECHANISMS
+from ..choices import DP_CALIBRATIONS, DP_MECHANISMS, NOISE_READINGS  # noqa: F401 (re-exported)
 from ..errors import PrivnluError, require, require_choice
 from ..params import MAX_EPSILON, MIN_DELTA, check_dp_settings, check_privacy_params  # noqa: F401 (re-exported)
 from ..rng import SecretGenerator
@@ -75,7 +75,6 @@ PAPER_EPSILONS = (0.1, 1, 2, 4, 8, 10, 15, 20)
 NOT_DP = "not a valid DP guarantee"
 #: how noise is drawn: a fresh vector per encoding (the theorems' reading, sound), or one vector per batch added to
 #: every encoding of it (Algorithm 1 as printed, lines 7 and 11; not DP: see the module docstring)
-NOISE_READINGS = ("per-encoding", "per-batch")
 PER_BATCH_NOT_DP = ("NOT DP: one noise vector per batch (Algorithm 1 as printed) cancels in the difference of any "
                     "two encodings of the batch, so no finite epsilon holds")
 

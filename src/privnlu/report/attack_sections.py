@@ -421,7 +421,7 @@ def attack_reconstruction_paper_method(records: list[dict], ctx: Context) -> Mar
     blocks = _paper_method_blocks(records)
     if blocks is None:
         return None
-    return join(*[join(para(html.escape(text.replace("**", ""))), table(head, rows)) for text, head, rows in blocks])
+    return join(*[join(para(text.replace("**", "")), table(head, rows)) for text, head, rows in blocks])
 
 
 def _scale_setting(r: dict) -> str:

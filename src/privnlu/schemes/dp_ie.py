@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..choices import NOISE_READINGS
+from ..errors import require_choice
 from ..options import OPTIONS
 from ..params import check_dp_settings, param
 from .base import Guarantee, ThreatModel
@@ -65,11 +67,9 @@ class DPInstanceEncoding(TextHideIntra):
     noise: str = param(OPTIONS["noise"].but(default="per-encoding"))
 
     def validate(self) -> None:
-        from ..mechanisms.dp import check_noise_reading
-
         super().validate()
         check_dp_settings(self.mechanism, self.epsilon, self.delta, self.clip, self.calibration)
-        check_noise_reading(self.noise)
+        require_choice("DP noise reading", self.noise, NOISE_READINGS)
 
     def params(self) -> dict[str, Any]:
         # the default reading is left out, so that every record made before the option keeps its parameters
