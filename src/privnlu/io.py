@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import math
 import os
@@ -226,6 +227,15 @@ def _json_default(obj: Any) -> Any:
     if hasattr(obj, "tolist"):
         return _finite(obj.tolist())
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in 4 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def is_pickle(path: str | Path) -> bool:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import PrivnluError
+from ..io import file_sha256
 
 #: the file written last into a joined folder: what was joined, and the files' sizes and hashes
 MARKER = ".privnlu-joined.json"
@@ -115,14 +116,6 @@ def locate_parts(model: SplitZipModel) -> list[Path]:
     return found
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 22), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def target_dir(model: SplitZipModel, root: Path | None = None) -> Path:
     """The joined folder: ``<root>/<name>-<zip sha256[:12]>/<folder>`` (its last component is the model's name,
     which is all a record keeps of a path)."""
@@ -183,7 +176,7 @@ def join_parts(model: SplitZipModel, parts: list[Path], root: Path | None = None
         zpath.unlink()
         for name, (fsize, sha) in model.files.items():
             f = folder / name
-            if f.stat().st_size != fsize or _sha256_file(f) != sha:
+            if f.stat().st_size != fsize or file_sha256(f) != sha:
                 raise PrivnluError(f"--model {model.name}: {name} does not have its recorded size and hash; "
                                    f"reinstall: {model.install_hint()}")
         (folder / MARKER).write_text(json.dumps({"name": model.name, "zip_sha256": model.zip_sha256,

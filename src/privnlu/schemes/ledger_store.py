@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import PrivnluError
-from ..io import SECRET_MODE
+from ..io import SECRET_MODE, file_sha256
 
 FORMAT = "privnlu-ledger"
 VERSION = 2
@@ -452,18 +452,12 @@ def _json_rows(path: Path, data: dict) -> tuple[list[dict], dict[str, list[str]]
 def output_fingerprint(path: Path) -> str | None:
     """sha256 of a file's bytes, or of a folder's files (relative names and contents, sorted); None if absent."""
     if path.is_file():
-        return _file_sha256(path)
+        return file_sha256(path)
     if not path.is_dir():
         return None
     h = hashlib.sha256()
     for f in sorted(p for p in path.rglob("*") if p.is_file()):
-        h.update(f.relative_to(path).as_posix().encode() + b"\x00" + _file_sha256(f).encode() + b"\n")
+        h.update(f.relative_to(path).as_posix().encode() + b"\x00" + file_sha256(f).encode() + b"\n")
     return h.hexdigest()
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
