@@ -80,3 +80,20 @@ def checkpoint_tensors(run: Path, group: str) -> dict:
 
     return {k.removeprefix(group + "."): v for k, v in load_file(str(run / "checkpoint.safetensors")).items()
             if k.startswith(group + ".")}
+
+
+@pytest.fixture()
+def flower_task_identity() -> None:
+    """The task identity a Flower run in this process needs (federated modules use it for every test)."""
+    from privnlu.federated.inprocess import ensure_task_identity
+
+    ensure_task_identity()
+
+
+@pytest.fixture(scope="session")
+def tiny3(tmp_path_factory) -> Path:
+    """A 3-layer tiny BERT, 32 wide: with [CLS] pooling the last layer's gradient only sees [CLS]'s query, so the
+    span attack's second layer must not be the last."""
+    from privnlu.models.tiny import make_tiny_bert
+
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny3") / "bert", layers=3)

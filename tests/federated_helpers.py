@@ -1,4 +1,4 @@
-"""Test helpers for the federated tests: secret-leak detectors, a tiny 3-layer BERT, a dropout-free recorded run
+"""Test helpers for the federated tests: secret-leak detectors, a dropout-free recorded run
 (and the in-process Grid, re-exported)."""
 
 from __future__ import annotations
@@ -7,14 +7,6 @@ import numpy as np
 import torch
 
 from privnlu.federated.inprocess import InProcessGrid, ensure_task_identity  # noqa: F401 - re-exported for the tests
-
-
-def tiny_bert3(folder):
-    """A 3-layer tiny BERT, 32 wide, under ``folder``: with [CLS] pooling the last layer's gradient only sees
-    [CLS]'s query, so the span attack's second layer must not be the last."""
-    from privnlu.models.tiny import make_tiny_bert
-
-    return make_tiny_bert(folder / "bert", layers=3)
 
 
 def capture_without_dropout(cfg, path):

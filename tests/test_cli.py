@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from conftest import toy_glue_dir, write
 from privnlu.cli.main import main

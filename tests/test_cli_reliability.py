@@ -26,7 +26,7 @@ import torch
 from privnlu.cli import options
 from privnlu.cli.main import build_parser, main
 from privnlu.errors import PrivnluError
-from privnlu.params import MIN_DELTA, Range
+from privnlu.params import Range
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from federated_helpers import InProcessGrid, ensure_task_identity
+from federated_helpers import InProcessGrid
 from privnlu.federated import FederatedConfig
 from privnlu.federated.client import make_client_app
 from privnlu.federated.secagg_plus import CLIPPING_RANGE, QUANTIZATION_RANGE, SERVER_NODE
@@ -17,9 +17,7 @@ from privnlu.federated.server import run_server
 from privnlu.federated.wire import WireLog, load_capture
 
 
-@pytest.fixture(autouse=True)
-def _flower_task_identity():
-    ensure_task_identity()
+pytestmark = pytest.mark.usefixtures("flower_task_identity")
 
 
 def make_cfg(tiny_model, tmp_path, **kw) -> FederatedConfig:

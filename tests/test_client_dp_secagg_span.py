@@ -8,18 +8,11 @@ import pytest
 import torch
 from flwr.app import RecordDict
 
-from federated_helpers import InProcessGrid, capture_without_dropout, ensure_task_identity, tiny_bert3
+from federated_helpers import capture_without_dropout
 from privnlu.federated import FederatedConfig
 
 
-@pytest.fixture(autouse=True)
-def _flower_task_identity():
-    ensure_task_identity()
-
-
-@pytest.fixture(scope="module")
-def tiny3(tmp_path_factory):
-    return tiny_bert3(tmp_path_factory.mktemp("tiny3"))
+pytestmark = pytest.mark.usefixtures("flower_task_identity")
 
 
 def cfg_for(tiny3, tmp_path, **kw) -> FederatedConfig:

@@ -9,7 +9,7 @@ import pytest
 import torch
 from flwr.app import Message, MetricRecord, RecordDict
 
-from federated_helpers import InProcessGrid, ensure_task_identity, max_abs_cosine
+from federated_helpers import InProcessGrid, max_abs_cosine
 from privnlu.errors import PrivnluError
 from privnlu.federated import FederatedConfig, client_pool_sizes
 from privnlu.federated.strategy import TextHideFedSGD
@@ -24,9 +24,7 @@ from privnlu.rng import SecretGenerator
 from privnlu.training import targets_from_labels, task_loss
 
 
-@pytest.fixture(autouse=True)
-def _flower_task_identity():
-    ensure_task_identity()
+pytestmark = pytest.mark.usefixtures("flower_task_identity")
 
 
 def make_cfg(tiny_model, tmp_path, **kw) -> FederatedConfig:

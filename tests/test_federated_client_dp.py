@@ -9,7 +9,7 @@ import pytest
 import torch
 from flwr.app import RecordDict
 
-from federated_helpers import InProcessGrid, ensure_task_identity
+from federated_helpers import InProcessGrid
 from privnlu.errors import PrivnluError
 from privnlu.federated import FederatedConfig
 from privnlu.federated.client import TextHideClient, make_client_app
@@ -20,9 +20,7 @@ from privnlu.federated.server import run_server
 from privnlu.federated.wire import WireLog
 
 
-@pytest.fixture(autouse=True)
-def _flower_task_identity():
-    ensure_task_identity()
+pytestmark = pytest.mark.usefixtures("flower_task_identity")
 
 
 def make_cfg(tiny_model, tmp_path, **kw) -> FederatedConfig:

@@ -9,7 +9,7 @@ import torch
 from flwr.app import Message, MetricRecord, RecordDict
 from scipy import stats
 
-from federated_helpers import InProcessGrid, ensure_task_identity
+from federated_helpers import InProcessGrid
 from privnlu.errors import PrivnluError
 from privnlu.federated import FederatedConfig
 from privnlu.federated.strategy import TextHideFedSGD
@@ -22,9 +22,7 @@ from privnlu.federated.strategy import FedAvgTextHide
 from privnlu.rng import SecretGenerator
 
 
-@pytest.fixture(autouse=True)
-def _flower_task_identity():
-    ensure_task_identity()
+pytestmark = pytest.mark.usefixtures("flower_task_identity")
 
 
 def _reply(grads: dict, b: int, node: int) -> Message:

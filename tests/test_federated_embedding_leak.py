@@ -11,7 +11,7 @@ import pytest
 import torch
 from flwr.app import RecordDict
 
-from federated_helpers import InProcessGrid, ensure_task_identity, token_row_leaks
+from federated_helpers import InProcessGrid, token_row_leaks
 from privnlu.attacks.embedding_leak import (EMBEDDING_LEAK_THREAT, EmbeddingLeakAttack, read_token_set, score_sentences,
                                             score_tokens)
 from privnlu.attacks.threat import AttackerView
@@ -26,9 +26,7 @@ from privnlu.federated.server import run_server
 from privnlu.models import load_encoder
 
 
-@pytest.fixture(autouse=True)
-def _flower_task_identity():
-    ensure_task_identity()
+pytestmark = pytest.mark.usefixtures("flower_task_identity")
 
 
 def joint_cfg(tiny_model, tmp_path, **kw) -> FederatedConfig:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from federated_helpers import InProcessGrid, ensure_task_identity
+from federated_helpers import InProcessGrid
 from privnlu.errors import PrivnluError
 from privnlu.federated import FederatedConfig
 from privnlu.federated.client import make_client_app
@@ -25,9 +25,7 @@ from privnlu.federated.server import run_server
 from privnlu.federated.wire import WireLog, load_capture
 
 
-@pytest.fixture(autouse=True)
-def _flower_task_identity():
-    ensure_task_identity()
+pytestmark = pytest.mark.usefixtures("flower_task_identity")
 
 
 def make_cfg(tiny_model, tmp_path, **kw) -> FederatedConfig:

@@ -82,7 +82,8 @@ def test_every_section_of_the_committed_records_prints_valid_tables():
     assert len(seen) >= 15 and sum(seen.values()) >= 40, seen  # the committed records reach most sections
 
 
-@pytest.mark.parametrize("folder", sorted({str(p.parent.relative_to(ROOT)) for p in (ROOT / "results").rglob("*.json")}))
+@pytest.mark.parametrize("folder", sorted({str(p.parent.relative_to(ROOT)) for p in (ROOT / "results").rglob("*.json")
+                                            if not any(x.startswith(".") for x in p.relative_to(ROOT).parts)}))
 def test_each_record_folder_prints_valid_tables(folder):
     from privnlu.report import markdown_report
 
@@ -111,3 +112,18 @@ def test_the_check_can_fail():
         check_table(["| a | b |", "|---|---|---|", "| 1 | 2 |"], "separator")
     with pytest.raises(AssertionError):
         check_table(["| a | |x| head |", "|---|---|", "| 1 | 2 |"], "an unescaped pipe in the header")
+
+
+def test_a_results_folder_is_read_without_its_hidden_files_and_folders(tmp_path):
+    """A recipe keeps checkpoints and trained models (with their own JSON) in hidden places beside its records."""
+    import json
+
+    from privnlu.report.builder import load_results
+
+    rec = {"kind": "dchi_pretrain", "objective": "vanilla"}
+    (tmp_path / "pretrain_a.json").write_text(json.dumps(rec))
+    for hidden in (tmp_path / ".pretrain" / "a" / "pretrain.json", tmp_path / ".p.part.ckpt.json"):
+        hidden.parent.mkdir(parents=True, exist_ok=True)
+        hidden.write_text(json.dumps(rec))
+    assert len(load_results([tmp_path])) == 1
+    assert len(load_results([tmp_path / ".pretrain" / "a" / "pretrain.json"])) == 1  # named: read

@@ -86,7 +86,6 @@ def test_a_payload_whose_header_length_starts_with_0x80_is_not_taken_for_a_pickl
     """Shared payloads and wire captures use one pickle check (io.is_pickle): a safetensors header length whose low
     byte is 0x80 (a pickle's first byte) is still a payload; a real pickle is refused."""
     import pytest
-    import torch
 
     from privnlu.errors import PrivnluError
     from privnlu.mechanisms.release import SharedPayload

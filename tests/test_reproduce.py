@@ -152,8 +152,10 @@ def test_points_after_others_run_after_them_and_recipes_name_unique_files():
         for i, p in enumerate(pts):
             assert set(p.after) <= set(names[:i]), (r.name, p.name)
     pt = registry.get("qu2021-table6-7").points(registry.get("qu2021-table6-7").defaults)
-    assert [p.name for p in pt[:4]] == ["pretrain_denoising-1000", "pretrain_denoising-4000",
-                                        "pretrain_text-denoising-1000", "pretrain_text-denoising-3000"]
+    originals = [p for p in pt if p.settings.get("finetune", {}).get("model", "") is None]
+    assert pt[:len(originals)] == originals and len(originals) == 2 * 2 * 3  # tasks x modes x seeds, run first
+    assert [p.name for p in pt[12:18]] == [f"pretrain_{m}{o}-1000" for m in ("", "text-")
+                                           for o in ("vanilla", "probability", "denoising")]
 
 
 def test_derived_recipes_read_their_source_records_and_refuse_a_missing_one(tmp_path, monkeypatch, capsys):
@@ -184,3 +186,27 @@ def test_derived_recipes_read_their_source_records_and_refuse_a_missing_one(tmp_
     ex = json.loads((tmp_path / "t4" / "examples_cola.json").read_text())
     assert ex["attack"] == "search-examples" and ex["conditions"]["baseline"]["examples"] == [example]
     assert "| 0 | q | 1 | baseline | q | 1 | yes |" in markdown_report([tmp_path / "t4"])
+
+
+def test_reproduce_sh_is_kept_only_for_records_the_command_does_not_make(tmp_path):
+    """A point's hidden checkpoint beside the records is not a record; a record of another command is."""
+    from privnlu.experiments.runner import write_script
+
+    said: list[str] = []
+    (tmp_path / ".p.part.ckpt.json").write_text("{}")
+    (tmp_path / "p.json").write_text("{}")
+    write_script(tmp_path, "privnlu reproduce x", ["p"], said.append)
+    assert (tmp_path / "reproduce.sh").read_text() == "#!/bin/sh\nprivnlu reproduce x\n" and not said
+    (tmp_path / "other.json").write_text("{}")
+    write_script(tmp_path, "privnlu reproduce x --seeds 1", ["p"], said.append)
+    assert (tmp_path / "reproduce.sh").read_text() == "#!/bin/sh\nprivnlu reproduce x\n"
+    assert said and "other" in said[0] and ".p" not in said[0]
+
+
+def test_the_paper_methods_auxiliary_threat_model_has_its_own_folder():
+    from privnlu.experiments.runner import recipe_options
+
+    r = registry.get("xie2021-table1-paper-method")
+    paper = r.folder(recipe_options(r, {}))
+    aux = r.folder(recipe_options(r, {"pair_data": "auxiliary"}))
+    assert paper.name == "table1-paper-method" and aux.name == "table1-paper-method-auxiliary"

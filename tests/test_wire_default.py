@@ -12,18 +12,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from federated_helpers import ensure_task_identity, tiny_bert3
 from privnlu.io import read_json
 
 
-@pytest.fixture(autouse=True)
-def _flower_task_identity():
-    ensure_task_identity()
-
-
-@pytest.fixture(scope="module")
-def tiny3(tmp_path_factory):
-    return tiny_bert3(tmp_path_factory.mktemp("tiny3"))
+pytestmark = pytest.mark.usefixtures("flower_task_identity")
 
 
 @pytest.fixture

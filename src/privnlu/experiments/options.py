@@ -102,6 +102,10 @@ RECIPE_OPTIONS: tuple[Option, ...] = (
     _own("repair", "--repair", "nmf repair schedules: ROUNDS x ITERATIONS", name_list, metavar="RxI,..."),
     _own("encoders", "--encoders", "transformer,bilstm", name_list),
     _own("modes", "--modes", "fine-tuning schemes: null,sequence,token,text", name_list),
+    _own("objectives", "--objectives", "qu2021-table6-7: MLM objectives of the pretraining curves "
+         "(vanilla,probability,denoising)", name_list),
+    _own("max_steps", "--max-steps", "qu2021-table6-7: the pretraining curves up to this many steps in all "
+         "(default: the whole curve)", I, range=POS_INT),
     _own("n", "--n", "private examples", int_list, range=Range(lo=1, integer=True, items=True)),
     _own("graph", "--graph", "k-NN graph neighbours per encoding", int_list,
          range=Range(lo=0, integer=True, items=True, note="0 = all pairs")),

@@ -14,10 +14,10 @@ records in hidden folders (not results); a pretraining stage's encoder is what t
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..errors import PrivnluError, require
+from ..errors import require
 from ..schemas import display_name
 from .registry import Point, Recipe, RunContext, register
 
@@ -132,36 +132,77 @@ _finetune_recipe("qu2021-table5", "table5", "mrpc", None,
 
 # -- Tables 6-7: privacy-adaptive pretraining --------------------------------------------------------------------
 
-#: stage -> (input mechanism, adaptation steps, seed, the stage whose encoder it continues, the head it starts
-#: from: (stage, file)); every stage: denoising MLM at eta 100, batch 16, 64 tokens, on the packaged wiki corpus
-STAGES = {
-    "denoising-1000": ("rep", 1000, 0, None, None),
-    "denoising-4000": ("rep", 3000, 1, "denoising-1000", ("denoising-1000", "mlm_head.safetensors")),
-    "text-denoising-1000": ("text", 1000, 0, None, ("denoising-1000", "mlm_head_warm.safetensors")),
-    "text-denoising-3000": ("text", 2000, 1, "text-denoising-1000", ("text-denoising-1000", "mlm_head.safetensors")),
-}
-#: the fine-tuning mode of each stage's encoder: the input form it was adapted to
-FINETUNE_MODE = {"rep": "token", "text": "text"}
+#: the paper's three MLM objectives (section 3.4, equations 5-7), in its column order
+OBJECTIVES = ("vanilla", "probability", "denoising")
+#: fine-tuning mode (the paper's table) -> (pretraining input mechanism, the curve: pretraining steps in all after
+#: each stage; each stage continues the one before it with its own seed)
+CURVES = {"token": ("rep", (1000, 4000, 16000)), "text": ("text", (1000, 3000, 12000))}
+#: each task's training set, as in Tables 4 (SST-2, first 10,000) and 5 (MRPC, all, standing in for QQP)
+TRAIN_LIMITS = {"sst2": 10000, "mrpc": None}
 PRETRAIN_ETA = 100.0
 
 
-def _stage_config(stage: str):
+@dataclass(frozen=True)
+class Stage:
+    """One pretraining stage: ``steps`` more adaptation steps on ``mechanism`` input, continuing stage ``model``'s
+    encoder (None: the packaged MiniLM) with the head ``head`` = (stage, file) (None: a clean warm-up first)."""
+
+    objective: str
+    mechanism: str
+    total: int
+    steps: int
+    seed: int
+    model: str | None
+    head: tuple[str, str] | None
+
+
+def stage_name(objective: str, mechanism: str, total: int) -> str:
+    return f"{'text-' if mechanism == 'text' else ''}{objective}-{total}"
+
+
+def stages(objectives: tuple[str, ...], modes: tuple[str, ...], max_steps: int | None) -> dict[str, Stage]:
+    """Every stage of the curves, in run order: by curve level, token input before text. The text curve starts
+    from its objective's token-curve warm-up head (M_txt and M_rep share the clean warm-up)."""
+    out: dict[str, Stage] = {}
+    for level in range(max(len(c) for _, c in CURVES.values())):
+        for mode in ("token", "text"):
+            mech, curve = CURVES[mode]
+            if mode not in modes or level >= len(curve) or (max_steps and curve[level] > max_steps):
+                continue
+            for obj in objectives:
+                total, prev = curve[level], (curve[level - 1] if level else 0)
+                before = stage_name(obj, mech, prev) if level else None
+                if level:
+                    head = (before, "mlm_head.safetensors")
+                else:
+                    head = None if mech == "rep" else (stage_name(obj, "rep", CURVES["token"][1][0]),
+                                                       "mlm_head_warm.safetensors")
+                out[stage_name(obj, mech, total)] = Stage(obj, mech, total, total - prev, level, before, head)
+    return out
+
+
+#: the fine-tuning mode of each stage's encoder: the input form it was adapted to
+FINETUNE_MODE = {"rep": "token", "text": "text"}
+
+
+def _stage_config(st: Stage):
     from ..training.mlm import PretrainConfig
 
-    mech, steps, seed, _, _ = STAGES[stage]
-    return PretrainConfig(objective="denoising", eta=PRETRAIN_ETA, mechanism=mech, steps=steps,
-                          warmup_steps=500 if stage == "denoising-1000" else 100, batch_size=16, max_length=64,
-                          checkpoint_every=100, seed=seed)
+    first_warm = st.model is None and st.head is None  # the one stage of a curve that warms its head up itself
+    return PretrainConfig(objective=st.objective, eta=PRETRAIN_ETA, mechanism=st.mechanism, steps=st.steps,
+                          warmup_steps=500 if first_warm else 100, batch_size=16, max_length=64,
+                          checkpoint_every=100, seed=st.seed)
 
 
-def _stage_settings(stage: str) -> dict:
-    _, _, _, model, head = STAGES[stage]
-    cfg = {k: v for k, v in asdict(_stage_config(stage)).items() if k != "checkpoint_every"}
-    return {**cfg, "model": model, "init_head": None if head is None else f"{head[0]}/{Path(head[1]).stem}"}
+def _stage_settings(st: Stage) -> dict:
+    cfg = {k: v for k, v in asdict(_stage_config(st)).items() if k != "checkpoint_every"}
+    return {**cfg, "model": st.model, "init_head": None if st.head is None else f"{st.head[0]}/{Path(st.head[1]).stem}"}
 
 
 def _pretrain_settings_of(r: dict) -> dict:
-    cfg = {k: r[k] for k in asdict(_stage_config("denoising-1000")) if k != "checkpoint_every"}
+    from ..training.mlm import PretrainConfig
+
+    cfg = {k: r[k] for k in asdict(PretrainConfig()) if k != "checkpoint_every"}
     head = r.get("init_head")
     return {**cfg, "model": _model_name(r.get("model")),
             "init_head": None if not head else f"{Path(head).parent.name}/{Path(head).stem}"}
@@ -171,20 +212,34 @@ def _stage_dir(ctx: RunContext, stage: str) -> Path:
     return ctx.out / ".pretrain" / stage
 
 
-def _pt_points(o: dict) -> list[Point]:
+def _pt_finetune_config(task: str, mechanism: str, seed: int):
     from ..training import private_finetune as pf
 
-    out = []
-    for stage, (mech, _, _, model, head) in STAGES.items():
-        after = tuple(f"pretrain_{s}" for s in {model, head[0] if head else None} if s)
-        out.append(Point(f"pretrain_{stage}", _stage_settings(stage), after=after))
-    for stage, (mech, *_rest) in STAGES.items():
-        for seed in o["seeds"]:
-            c = pf.FinetuneConfig(mode=FINETUNE_MODE[mech], encoder="transformer", eta=PRETRAIN_ETA, epochs=3,
-                                  batch_size=32, lr=pf.paper_lr(o["task"]), seed=seed)
-            out.append(Point(file_name(o["task"], f"pt-{stage}", c),
-                             {"finetune": finetune_settings(o["task"], c, model=stage, train_limit=o["train_limit"])},
-                             after=(f"pretrain_{stage}",)))
+    return pf.FinetuneConfig(mode=FINETUNE_MODE[mechanism], encoder="transformer", eta=PRETRAIN_ETA, epochs=3,
+                             batch_size=32, lr=pf.paper_lr(task), seed=seed)
+
+
+def _pt_points(o: dict) -> list[Point]:
+    """Per curve level: its pretraining stages, then their fine-tuning runs (each task, each seed)."""
+    all_stages = stages(o["objectives"], o["modes"], o["max_steps"])
+    # the original encoder's runs, on the machine (and so at the precision) of the pretrained encoders' runs
+    out = [Point(file_name(task, "", c), {"finetune": finetune_settings(task, c, model=None,
+                                                                       train_limit=TRAIN_LIMITS[task])})
+           for task in o["tasks"] for mode in o["modes"] for seed in o["seeds"]
+           for c in [_pt_finetune_config(task, CURVES[mode][0], seed)]]
+    for total in sorted({st.total for st in all_stages.values()}):
+        level = {n: st for n, st in all_stages.items() if st.total == total}
+        for name, st in level.items():
+            after = tuple(f"pretrain_{s}" for s in dict.fromkeys((st.model, st.head[0] if st.head else None)) if s)
+            out.append(Point(f"pretrain_{name}", _stage_settings(st), after=after))
+        for task in o["tasks"]:
+            for name, st in level.items():
+                for seed in o["seeds"]:
+                    c = _pt_finetune_config(task, st.mechanism, seed)
+                    out.append(Point(file_name(task, f"pt-{name}", c),
+                                     {"finetune": finetune_settings(task, c, model=name,
+                                                                    train_limit=TRAIN_LIMITS[task])},
+                                     after=(f"pretrain_{name}",)))
     return out
 
 
@@ -192,35 +247,56 @@ def _pt_settings_of(r: dict) -> dict:
     return _pretrain_settings_of(r) if r["kind"] == "dchi_pretrain" else {"finetune": finetune_settings_of(r)}
 
 
-def _pt_run(o: dict, point: Point, ctx: RunContext) -> dict:
-    from ..training import private_finetune as pf
+def _run_stage(o: dict, ctx: RunContext, name: str) -> dict:
+    """Pretraining stage ``name`` into its hidden folder, after the stages it continues. A stage it reads whose
+    record is here but whose models are not (they are not committed) is rerun from its settings first: seeded, so
+    the same run. A lock keeps two workers from building one stage at once."""
+    import fcntl
+
     from ..training.mlm import Pretrainer
 
-    if point.name.startswith("pretrain_"):
-        stage = point.name.removeprefix("pretrain_")
-        _, _, _, model, head = STAGES[stage]
-        model_dir = None if model is None else _stage_dir(ctx, model) / "encoder"
-        head_file = None if head is None else _stage_dir(ctx, head[0]) / head[1]
-        for need in (p for p in (model_dir, head_file) if p is not None):
-            if not need.exists():
-                raise PrivnluError(f"pretraining stage {stage} continues from {need}, which is not here (the "
-                                   "models are not committed): rerun the stage it comes from with --force")
+    st = stages(o["objectives"], o["modes"], o["max_steps"])[name]
+    for before in dict.fromkeys(s for s in (st.model, st.head[0] if st.head else None) if s):
+        if not (_stage_dir(ctx, before) / "pretrain.json").exists():
+            _run_stage(o, ctx, before)
+    _stage_dir(ctx, name).mkdir(parents=True, exist_ok=True)
+    with open(_stage_dir(ctx, name) / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        model_dir = None if st.model is None else _stage_dir(ctx, st.model) / "encoder"
+        head_file = None if st.head is None else _stage_dir(ctx, st.head[0]) / st.head[1]
         log = (lambda m: __import__("sys").stderr.write(m + "\n")) if ctx.progress else (lambda m: None)
-        return Pretrainer(_stage_config(stage), _stage_dir(ctx, stage), model=model_dir, init_head=head_file, log=log,
+        return Pretrainer(_stage_config(st), _stage_dir(ctx, name), model=model_dir, init_head=head_file, log=log,
                           device=ctx.device).run(resume=True)
+
+
+def _pt_run(o: dict, point: Point, ctx: RunContext) -> dict:
+    from ..training import private_finetune as pf
+
+    if point.name.startswith("pretrain_"):
+        return _run_stage(o, ctx, point.name.removeprefix("pretrain_"))
     s = point.settings["finetune"]
     stage = s["model"]
-    encoder = _stage_dir(ctx, stage) / "encoder"
-    if not encoder.exists():
-        raise PrivnluError(f"{point.name} fine-tunes the encoder of pretraining stage {stage}, which is not here (the "
-                           f"models are not committed): rerun pretrain_{stage} with --force")
     c = pf.FinetuneConfig(**{k: s[k] for k in asdict(pf.FinetuneConfig(mode="null"))})
-    return finetune_run(s["task"], c, model=str(encoder), train_limit=s["train_limit"], tag=f"pt-{stage}", ctx=ctx)
+    if stage is None:  # the original encoder
+        return finetune_run(s["task"], c, model=None, train_limit=s["train_limit"], tag="", ctx=ctx)
+    if not (_stage_dir(ctx, stage) / "pretrain.json").exists():
+        _run_stage(o, ctx, stage)
+    return finetune_run(s["task"], c, model=str(_stage_dir(ctx, stage) / "encoder"), train_limit=s["train_limit"],
+                        tag=f"pt-{stage}", ctx=ctx)
+
+
+def _pt_check(o: dict) -> None:
+    require(set(o["objectives"]) <= set(OBJECTIVES), f"--objectives are {', '.join(OBJECTIVES)}")
+    require(set(o["modes"]) <= set(CURVES), f"--modes are {', '.join(CURVES)} (the paper's Tables 6 and 7)")
+    require(set(o["tasks"]) <= set(TRAIN_LIMITS), f"--tasks are {', '.join(TRAIN_LIMITS)} (MRPC stands in for QQP)")
 
 
 register(Recipe(
     "qu2021-table6-7", PAPER, "table6-7",
-    "Qu et al. Tables 6-7: denoising MLM pretraining on M_rep (Table 6) and M_txt (Table 7) input at eta 100, "
-    "1,000 steps then continued, each encoder fine-tuned on SST-2 as in Table 4 (token or text input, eta 100)",
-    {"task": "sst2", "seeds": (0, 1, 2), "train_limit": 10000},
-    _pt_points, _pt_run, _pt_settings_of))
+    "Qu et al. Tables 6-7: vanilla, probability and denoising MLM pretraining on M_rep (Table 6) and M_txt "
+    "(Table 7) input at eta 100, a learning curve of stages each continuing the one before (token: 1,000, 4,000, "
+    "16,000 steps; text: 1,000, 3,000, 12,000), each encoder fine-tuned as in Table 4 on SST-2 and as in Table 5 "
+    "on MRPC (standing in for QQP), seeds 0-2",
+    {"tasks": ("sst2", "mrpc"), "objectives": OBJECTIVES, "modes": ("token", "text"), "max_steps": None,
+     "seeds": (0, 1, 2)},
+    _pt_points, _pt_run, _pt_settings_of, check=_pt_check))

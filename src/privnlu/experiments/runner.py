@@ -110,7 +110,7 @@ def write_script(out: Path, command: str, names: list[str], say: Callable[[str],
     command's script, which does, is kept)."""
     from ..io import write_text_atomic
 
-    others = sorted(p.stem for p in out.glob("*.json") if p.stem not in set(names))
+    others = sorted(p.stem for p in out.glob("*.json") if p.stem not in set(names) and not p.name.startswith("."))
     if others:
         say(f"reproduce.sh not rewritten: {out} holds records this command does not make ({', '.join(others[:3])}"
             f"{', ...' if len(others) > 3 else ''})")

@@ -281,4 +281,5 @@ register(Recipe(
     f"100 private examples x {PAPER_METHOD_EPOCHS} encodings, per experiment seed",
     {"tasks": TASKS[::-1], "conditions": ("1:4", "1:6"), "seeds": (0, 1, 2), "queries": N_PRIVATE,
      "pair_data": "private-distribution"},
-    _paper_method_points, _paper_method_run, _paper_method_settings, check=_paper_method_check))
+    _paper_method_points, _paper_method_run, _paper_method_settings, check=_paper_method_check,
+    variant=lambda o: "" if o["pair_data"] == "private-distribution" else o["pair_data"]))

@@ -51,11 +51,13 @@ def run_summary(records: list[dict]) -> str:
 
 
 def load_results(paths: list[str | Path]) -> list[dict]:
-    """Result records from JSON files, or from every ``*.json`` under given folders."""
+    """Result records from JSON files, or from every ``*.json`` under given folders outside hidden files and
+    folders (a recipe's checkpoints and trained models: ``.pretrain/``, ``.models/``)."""
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            files += sorted(f for f in p.rglob("*.json") if not f.name.startswith("."))
+            files += sorted(f for f in p.rglob("*.json")
+                            if not any(part.startswith(".") for part in f.relative_to(p).parts))
         elif p.is_file():
             files.append(p)
         else:

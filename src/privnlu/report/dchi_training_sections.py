@@ -15,6 +15,15 @@ def _finetune(records: list[dict]) -> list[dict]:
     return [r for r in records if r.get("kind") == "dchi_finetune"]
 
 
+def precision(r: dict) -> str:
+    """The precision a fine-tuning record was trained in (``bf16_used``): runs are only compared within one."""
+    return "bfloat16" if r.get("bf16_used") else "float32"
+
+
+#: table45's key for a (tag, precision): bfloat16, the precision of the committed Tables 4-5, keeps the bare tag
+_tag_key = lambda tag, prec: tag if prec == "bfloat16" else f"{tag}|{prec}"  # noqa: E731
+
+
 def _label(r: dict) -> str:
     return f"{r['encoder']}/{r['mode']}" + (f" [{r['tag']}]" if r.get("tag") else "")
 
@@ -28,8 +37,8 @@ def _rows(recs: list[dict]) -> list[list[object]]:
 FT_HEADERS = ["task", "tag", "encoder", "mode", "eta", "train", "dev", "epochs", "dev score"]
 
 
-FT_MD_HEADERS = ["task", "tag", "encoder", "mode", "eta", "train", "dev", "epochs", "runs", "dev accuracy % per seed",
-                 "mean"]
+FT_MD_HEADERS = ["task", "tag", "encoder", "mode", "eta", "train", "dev", "epochs", "precision", "runs",
+                 "dev accuracy % per seed", "mean"]
 
 
 def _compact_rows(recs: list[dict]) -> list[list[object]]:
@@ -37,15 +46,15 @@ def _compact_rows(recs: list[dict]) -> list[list[object]]:
     groups: dict[tuple, list[tuple[int | None, float]]] = {}
     for r in recs:
         key = (r["task"], r.get("tag") or "", r["encoder"], r["mode"], r["eta"] or 0.0, r["train_size"], r["dev_size"],
-               r["epochs"])
+               r["epochs"], precision(r))
         acc = (r.get("metrics") or {}).get("accuracy")
         groups.setdefault(key, []).append((r.get("seed"), r["score"] if acc is None else 100.0 * acc))
     rows = []
-    for (task, tag, enc, mode, eta, train, dev, epochs), runs in sorted(groups.items(), key=lambda kv: tuple(
+    for (task, tag, enc, mode, eta, train, dev, epochs, prec), runs in sorted(groups.items(), key=lambda kv: tuple(
             str(x) if i < 4 else x for i, x in enumerate(kv[0]))):
         runs = sorted(runs, key=lambda sr: (sr[0] is None, sr[0] if sr[0] is not None else 0))
         per = " / ".join(f"{v:.2f}" + ("" if s is not None else " (unseeded)") for s, v in runs)
-        rows.append([task, tag, enc, mode, "" if mode == "null" else f"{eta:g}", train, dev, epochs, len(runs), per,
+        rows.append([task, tag, enc, mode, "" if mode == "null" else f"{eta:g}", train, dev, epochs, prec, len(runs), per,
                      f"{sum(v for _, v in runs) / len(runs):.2f}"])
     return rows
 
@@ -99,7 +108,8 @@ def _pretrain(records: list[dict]) -> list[dict]:
     return [r for r in records if r.get("kind") == "dchi_pretrain"]
 
 
-PT_HEADERS = ["objective", "eta", "input", "start encoder", "warm-up steps", "adapt steps", "acc. at start (clean)",
+PT_HEADERS = ["objective", "eta", "input", "start encoder", "precision", "warm-up steps", "adapt steps",
+              "acc. at start (clean)",
               "acc. at start (privatized)", "acc. after (clean)", "acc. after (privatized)", "loss first", "loss last"]
 
 
@@ -115,7 +125,8 @@ def _pretrain_rows(recs: list[dict]) -> list[list[object]]:
     rows = []
     for r in sorted(recs, key=lambda r: (r["objective"], r["steps_done"]["adapt"])):
         e = r["evals"]  # 'after warm-up' = the loaded head's accuracy when the run skipped the warm-up (--init-head)
-        rows.append([r["objective"], f"{r['eta']:g}", r["mechanism"], _start(r), r["steps_done"]["warmup"],
+        rows.append([r["objective"], f"{r['eta']:g}", r["mechanism"], _start(r),
+                     "bfloat16" if r.get("bf16") else "float32", r["steps_done"]["warmup"],
                      r["steps_done"]["adapt"], e.get("clean_after_warmup"), e.get("private_after_warmup"),
                      e.get("clean_after_adapt"), e.get("private_after_adapt"), r["loss_first"].get("adapt"),
                      r["loss_last"].get("adapt")])
@@ -145,9 +156,10 @@ def dchi_pretrain(records: list[dict], ctx: Context) -> Markup | None:
 
 # -- Tables 4-5 as the paper prints them: accuracy per (eta, encoder, mode), seeds paired, paper beside ours ------
 
-T45_HEADERS = ["task", "encoder", "mode", "eta", "seeds", "paper", "ours", "ours - paper", "majority class",
+T45_HEADERS = ["task", "encoder", "mode", "eta", "precision", "seeds", "paper", "ours", "ours - paper", "majority class",
                "text - token (p)", "vs other encoder (p)", "drop from Null vs other encoder's (p)"]
-T45_NOTE = ("Accuracy (fraction, as the paper prints it), mean over seeds; runs with the same seed share the "
+T45_NOTE = ("Accuracy (fraction, as the paper prints it), mean over seeds of the runs of one training precision "
+            "(bfloat16 or float32; runs of different precisions are never compared); runs with the same seed share the "
             "privatized data and order, and are compared by Student's paired t-test over seeds (the paper's test; "
             "its pairing unit is not stated). The paper's Table 5 is QQP; our MRPC rows are compared with it as a "
             "stand-in. 'text - token': this mode minus token-rep, same encoder (the paper's Delta 1 / Delta 3); "
@@ -172,7 +184,8 @@ def _table45_rows(records: list[dict]) -> list[list[object]]:
             return "not recorded"
         return f"{m:.4f}" + (" (ours at or under it)" if r["mean"] <= m + 1e-9 else "")
 
-    return [[r["task"], r["encoder"], r["mode"], "" if r["eta"] is None else f"{r['eta']:g}", len(r["seeds"]),
+    return [[r["task"], r["encoder"], r["mode"], "" if r["eta"] is None else f"{r['eta']:g}", r["precision"],
+             len(r["seeds"]),
              *compare_cells(r["mean"], paper_cell(r["task"], r["encoder"], r["mode"], r["eta"]), digits=4),
              floor(r), paired(r, "vs_token"), paired(r, "vs_other_encoder"), paired(r, "drop_vs_other_encoder")]
             for r in table45(_finetune(records)) if not r["tag"]]
@@ -194,11 +207,14 @@ def dchi_table45(records: list[dict], ctx: Context) -> Markup | None:
 _PT_TAG = re.compile(r"^pt-([a-z][a-z-]*?)-?(\d+)?$")
 
 
-GAIN_HEADERS = ["task", "mode", "eta", "objective", "steps", "seeds", "mean gain (accuracy)", "paired t-test p",
-                "original, ours", "pretrained, ours", "paper: original", "paper: pretrained", "paper: gain"]
+GAIN_HEADERS = ["task", "mode", "eta", "objective", "steps", "precision", "seeds", "mean gain (accuracy)",
+                "paired t-test p",
+                "original, ours", "pretrained, ours", "paper: original", "paper: pretrained", "paper: gain",
+                "gain: ours - paper"]
 GAIN_NOTE = ("Each pretrained encoder fine-tuned like the original, against the original encoder's run of the same "
-             "task, mode, eta and seed (the seed fixes the data order, initialisation and dropout, and in the "
-             "qu2021 recipes the privatized data too): the mean paired gain in accuracy (fraction) and Student's "
+             "task, mode, eta, seed and training precision (the seed fixes the data order, initialisation and dropout, "
+             "and in the qu2021 recipes the privatized data too; bfloat16 and float32 runs are never paired, since "
+             "the precision alone changes a run's score): the mean paired gain in accuracy (fraction) and Student's "
              "paired t-test over seeds. The paper's cells: Table 6 (token-representation input) or "
              "Table 7 (text-to-text input), its SST column (QQP for MRPC) at the same eta, the original BERT and the "
              "objective's column; the paper pretrains bert-base for up to 1,000,000 steps at batch 256.")
@@ -223,27 +239,31 @@ def _paper_pt(task: str, mode: str, eta: float, objective: str) -> tuple:
 def _pretrain_gains(records: list[dict]) -> dict[tuple, list[tuple[float, float]]]:
     """(task, mode, eta, objective, steps) -> per seed (accuracy after pretraining, the original encoder's)."""
     ft = _finetune(records)
-    base = {(r["task"], r["mode"], r["eta"], r.get("seed")): r["metrics"].get("accuracy") for r in ft if not r.get("tag")}
+    base = {(r["task"], r["mode"], r["eta"], r.get("seed"), precision(r)): r["metrics"].get("accuracy")
+            for r in ft if not r.get("tag")}
     pairs: dict[tuple, list[tuple[float, float]]] = defaultdict(list)
     for r in ft:
         m = _PT_TAG.match(r.get("tag") or "")
-        b = base.get((r["task"], r["mode"], r["eta"], r.get("seed")))
+        b = base.get((r["task"], r["mode"], r["eta"], r.get("seed"), precision(r)))
         if m and m.group(2) and b is not None:
-            pairs[(r["task"], r["mode"], r["eta"], m.group(1), int(m.group(2)))].append((r["metrics"]["accuracy"], b))
-    return dict(sorted(pairs.items(), key=lambda kv: tuple(str(x) for x in kv[0][:4]) + (kv[0][4],)))
+            pairs[(r["task"], r["mode"], r["eta"], m.group(1), int(m.group(2)), precision(r))].append(
+                (r["metrics"]["accuracy"], b))
+    return dict(sorted(pairs.items(), key=lambda kv: tuple(str(x) for x in kv[0][:4]) + kv[0][4:]))
 
 
 def _gain_rows(pairs: dict[tuple, list[tuple[float, float]]]) -> list[list[object]]:
 
     rows = []
-    for (task, mode, eta, obj, steps), ab in pairs.items():
+    for (task, mode, eta, obj, steps, prec), ab in pairs.items():
         p = paired_t_test(*map(list, zip(*ab)))["p"] if len(ab) >= 2 else None
         po, pn = _paper_pt(task, mode, eta, obj)
+        gain = sum(a - b for a, b in ab) / len(ab)
         f4 = lambda v: "-" if v is None else f"{v:.4f}"  # noqa: E731
-        rows.append([task, mode, f"{eta:g}", obj, steps, len(ab), f"{sum(a - b for a, b in ab) / len(ab):+.4f}",
+        rows.append([task, mode, f"{eta:g}", obj, steps, prec, len(ab), f"{gain:+.4f}",
                      "" if p is None else f"{p:.3f}", f4(sum(b for _, b in ab) / len(ab)),
                      f4(sum(a for a, _ in ab) / len(ab)), f4(po), f4(pn),
-                     "-" if po is None or pn is None else f"{pn - po:+.4f}"])
+                     "-" if po is None or pn is None else f"{pn - po:+.4f}",
+                     "-" if po is None or pn is None else f"{gain - (pn - po):+.4f}"])
     return rows
 
 
@@ -264,8 +284,8 @@ def dchi_pretrain_gain(records: list[dict], ctx: Context) -> Markup | None:
 
     fig, ax = plt.subplots(figsize=(5.2, 3.2))
     lines: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
-    for (task, mode, eta, obj, steps), ab in pairs.items():
-        lines[(task, mode, eta, obj)].append((steps, sum(a - b for a, b in ab) / len(ab)))
+    for (task, mode, eta, obj, steps, prec), ab in pairs.items():
+        lines[(task, mode, eta, f"{obj} ({prec})")].append((steps, sum(a - b for a, b in ab) / len(ab)))
     for (task, mode, eta, obj), pts in lines.items():
         ax.plot(*zip(*sorted(pts)), "o-", label=f"{task} {mode} eta={eta:g} {obj}")
     ax.axhline(0, color="k", lw=0.6)
@@ -289,12 +309,15 @@ def table45(records: list[dict]) -> list[dict]:
         if r.get("kind") != "dchi_finetune" or r.get("seed") is None:
             continue
         acc = r["metrics"].get("accuracy", r["score"])
-        by[(r["task"], r.get("tag") or "", r["encoder"], r["mode"], r["eta"])][int(r["seed"])] = float(acc)
+        by[(r["task"], _tag_key(r.get("tag") or "", precision(r)), r["encoder"], r["mode"], r["eta"])][int(r["seed"])] = \
+            float(acc)
         if (r.get("majority") or {}).get("accuracy") is not None:
             floor[r["task"]] = r["majority"]["accuracy"] / 100
     rows = []
     for (task, tag, enc, mode, eta), seeds in sorted(by.items(), key=lambda kv: (kv[0][:4], kv[0][4] or 0.0)):
-        row = {"task": task, "tag": tag, "encoder": enc, "mode": mode, "eta": eta, "seeds": sorted(seeds),
+        bare, _, prec = tag.partition("|")
+        row = {"task": task, "tag": bare, "precision": prec or "bfloat16", "encoder": enc, "mode": mode, "eta": eta,
+               "seeds": sorted(seeds),
                "mean": sum(seeds.values()) / len(seeds), "majority": floor.get(task)}
         other_enc = "bilstm" if enc == "transformer" else "transformer"
         for name, other in (("vs_token", (task, tag, enc, "token", eta)),

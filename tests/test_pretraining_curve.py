@@ -1,0 +1,113 @@
+"""The privacy-adaptive pretraining curve (Qu et al. Tables 6-7): its stages, the committed records it keeps, and
+the rebuild of a stage whose models are not here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from privnlu.cli.main import main
+from privnlu.experiments import qu2021_training as qt
+from privnlu.experiments import registry
+from privnlu.experiments.registry import RunContext
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPE = "qu2021-table6-7"
+
+
+def test_every_stage_continues_the_one_before_it_with_its_own_seed():
+    st = qt.stages(qt.OBJECTIVES, ("token", "text"), None)
+    assert len(st) == 3 * (3 + 3)
+    for mode, (mech, curve) in qt.CURVES.items():
+        for obj in qt.OBJECTIVES:
+            chain = [st[qt.stage_name(obj, mech, t)] for t in curve]
+            assert [s.total for s in chain] == list(curve)
+            assert sum(s.steps for s in chain) == curve[-1]
+            assert [s.seed for s in chain] == [0, 1, 2]
+            assert chain[0].model is None and all(b.model == qt.stage_name(obj, mech, a.total)
+                                                  for a, b in zip(chain, chain[1:]))
+            assert all(b.head == (qt.stage_name(obj, mech, a.total), "mlm_head.safetensors")
+                       for a, b in zip(chain, chain[1:]))
+    # the text curve starts from its objective's clean warm-up head; the token curve warms up its own
+    assert st["text-vanilla-1000"].head == ("vanilla-1000", "mlm_head_warm.safetensors")
+    assert st["vanilla-1000"].head is None and qt._stage_config(st["vanilla-1000"]).warmup_steps == 500
+    assert set(qt.stages(qt.OBJECTIVES, ("token",), 4000)) == {f"{o}-{t}" for o in qt.OBJECTIVES for t in (1000, 4000)}
+
+
+def test_the_committed_records_are_the_recipes_points():
+    """The records already in the results folder hold the settings of the recipe's points of the same name, so a
+    rerun keeps them; every record there is a point of the recipe."""
+    recipe = registry.get(RECIPE)
+    folder = ROOT / "results" / "qu2021" / "table6-7"
+    points = {p.name: p for p in recipe.points(recipe.defaults)}
+    files = sorted(f for f in folder.glob("*.json") if not f.name.startswith("."))
+    if not files:
+        pytest.skip("no committed records")
+    for f in files:
+        rec = json.loads(f.read_text())
+        assert f.stem in points, f.stem
+        assert registry.normal(recipe.settings_of(rec)) == registry.normal(points[f.stem].settings), f.stem
+
+
+def test_bad_curve_options_are_refused_before_any_work(tmp_path, capsys):
+    for args in (["--objectives", "bogus"], ["--modes", "sequence"], ["--tasks", "qqp"], ["--max-steps", "0"]):
+        assert main(["reproduce", RECIPE, "--out", str(tmp_path / "o"), "--dry-run", *args]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+class FakePretrainer:
+    """Test double of :class:`privnlu.training.mlm.Pretrainer`: records which stage it built and from what, and
+    writes the files a finished run leaves."""
+
+    built: list[tuple[str, str | None, str | None]] = []
+
+    def __init__(self, config, out_dir, *, model=None, init_head=None, **_kw) -> None:
+        self.out, self.model, self.init_head = Path(out_dir), model, init_head
+
+    def run(self, *, resume: bool = False) -> dict:
+        for need in (p for p in (self.model, self.init_head) if p is not None):
+            assert Path(need).exists(), need
+        FakePretrainer.built.append((self.out.name, self.model and Path(self.model).parent.name,
+                                     self.init_head and Path(self.init_head).name))
+        (self.out / "encoder").mkdir(parents=True, exist_ok=True)
+        for f in ("mlm_head.safetensors", "mlm_head_warm.safetensors", "pretrain.json"):
+            (self.out / f).write_text("{}")
+        return {"kind": "dchi_pretrain"}
+
+
+def test_a_stage_whose_models_are_gone_is_rebuilt_with_the_stages_before_it(tmp_path, monkeypatch):
+    from privnlu.training import mlm
+
+    monkeypatch.setattr(mlm, "Pretrainer", FakePretrainer)
+    FakePretrainer.built = []
+    opts = registry.get(RECIPE).defaults
+    ctx = RunContext(out=tmp_path, scratch=tmp_path / ".x.part")
+    qt._run_stage(opts, ctx, "text-probability-3000")
+    assert FakePretrainer.built == [
+        ("probability-1000", None, None),
+        ("text-probability-1000", None, "mlm_head_warm.safetensors"),
+        ("text-probability-3000", "text-probability-1000", "mlm_head.safetensors"),
+    ]
+    FakePretrainer.built = []
+    qt._run_stage(opts, ctx, "text-probability-3000")  # the stages it reads are here now: only itself runs
+    assert [b[0] for b in FakePretrainer.built] == ["text-probability-3000"]
+
+
+def test_gains_and_table45_pair_runs_of_one_precision_only():
+    """A bfloat16 pretrained run is paired with the bfloat16 original, a float32 one with the float32 original."""
+    from privnlu.report.dchi_training_sections import _pretrain_gains, table45
+
+    def rec(tag: str, bf16: bool, acc: float, seed: int) -> dict:
+        return {"kind": "dchi_finetune", "task": "sst2", "encoder": "transformer", "mode": "token", "eta": 100.0,
+                "seed": seed, "tag": tag, "bf16_used": bf16, "score": 100 * acc, "metrics": {"accuracy": acc}}
+
+    cells = {("", True): 0.60, ("", False): 0.62, ("pt-vanilla-1000", True): 0.61, ("pt-vanilla-1000", False): 0.65}
+    recs = [rec(tag, bf16, acc + 0.001 * s * (1 + bf16), s) for (tag, bf16), acc in cells.items() for s in range(3)]
+    gains = {k[-1]: sum(a - b for a, b in ab) / len(ab) for k, ab in _pretrain_gains(recs).items()}
+    assert gains == {"bfloat16": pytest.approx(0.01), "float32": pytest.approx(0.03)}
+    rows = {(r["tag"], r["precision"]): r["mean"] for r in table45(recs)}
+    assert rows[("", "bfloat16")] == pytest.approx(0.602) and rows[("", "float32")] == pytest.approx(0.621)
