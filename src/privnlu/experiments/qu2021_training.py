@@ -155,6 +155,11 @@ class Stage:
     model: str | None
     head: tuple[str, str] | None
 
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """The stages whose encoder or head this one starts from."""
+        return tuple(dict.fromkeys(s for s in (self.model, self.head[0] if self.head else None) if s))
+
 
 def stage_name(objective: str, mechanism: str, total: int) -> str:
     return f"{'text-' if mechanism == 'text' else ''}{objective}-{total}"
@@ -182,7 +187,7 @@ def stages(objectives: tuple[str, ...], modes: tuple[str, ...], max_steps: int |
 
 
 #: the fine-tuning mode of each stage's encoder: the input form it was adapted to
-FINETUNE_MODE = {"rep": "token", "text": "text"}
+FINETUNE_MODE = {mech: mode for mode, (mech, _) in CURVES.items()}
 
 
 def _stage_config(st: Stage):
@@ -230,8 +235,7 @@ def _pt_points(o: dict) -> list[Point]:
     for total in sorted({st.total for st in all_stages.values()}):
         level = {n: st for n, st in all_stages.items() if st.total == total}
         for name, st in level.items():
-            after = tuple(f"pretrain_{s}" for s in dict.fromkeys((st.model, st.head[0] if st.head else None)) if s)
-            out.append(Point(f"pretrain_{name}", _stage_settings(st), after=after))
+            out.append(Point(f"pretrain_{name}", _stage_settings(st), after=tuple(f"pretrain_{s}" for s in st.reads)))
         for task in o["tasks"]:
             for name, st in level.items():
                 for seed in o["seeds"]:
@@ -256,7 +260,7 @@ def _run_stage(o: dict, ctx: RunContext, name: str) -> dict:
     from ..training.mlm import Pretrainer
 
     st = stages(o["objectives"], o["modes"], o["max_steps"])[name]
-    for before in dict.fromkeys(s for s in (st.model, st.head[0] if st.head else None) if s):
+    for before in st.reads:
         if not (_stage_dir(ctx, before) / "pretrain.json").exists():
             _run_stage(o, ctx, before)
     _stage_dir(ctx, name).mkdir(parents=True, exist_ok=True)
