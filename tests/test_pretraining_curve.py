@@ -4,6 +4,7 @@ the rebuild of a stage whose models are not here."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from privnlu.cli.main import main
 from privnlu.experiments import qu2021_training as qt
 from privnlu.experiments import registry
 from privnlu.experiments.registry import RunContext
+from privnlu.schemas.paths import path_ref
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = "qu2021-table6-7"
@@ -66,7 +68,7 @@ class FakePretrainer:
     built: list[tuple[str, str | None, str | None]] = []
 
     def __init__(self, config, out_dir, *, model=None, init_head=None, **_kw) -> None:
-        self.out, self.model, self.init_head = Path(out_dir), model, init_head
+        self.config, self.out, self.model, self.init_head = config, Path(out_dir), model, init_head
 
     def run(self, *, resume: bool = False) -> dict:
         for need in (p for p in (self.model, self.init_head) if p is not None):
@@ -74,9 +76,12 @@ class FakePretrainer:
         FakePretrainer.built.append((self.out.name, self.model and Path(self.model).parent.name,
                                      self.init_head and Path(self.init_head).name))
         (self.out / "encoder").mkdir(parents=True, exist_ok=True)
-        for f in ("mlm_head.safetensors", "mlm_head_warm.safetensors", "pretrain.json"):
+        for f in ("mlm_head.safetensors", "mlm_head_warm.safetensors"):
             (self.out / f).write_text("{}")
-        return {"kind": "dchi_pretrain"}
+        rec = {"kind": "dchi_pretrain", **asdict(self.config), "model": self.model and path_ref(self.model, self.out),
+               "init_head": self.init_head and str(self.init_head)}
+        (self.out / "pretrain.json").write_text(json.dumps(rec))
+        return rec
 
 
 def test_a_stage_whose_models_are_gone_is_rebuilt_with_the_stages_before_it(tmp_path, monkeypatch):
@@ -93,8 +98,16 @@ def test_a_stage_whose_models_are_gone_is_rebuilt_with_the_stages_before_it(tmp_
         ("text-probability-3000", "text-probability-1000", "mlm_head.safetensors"),
     ]
     FakePretrainer.built = []
-    qt._run_stage(opts, ctx, "text-probability-3000")  # the stages it reads are here now: only itself runs
+    assert qt._run_stage(opts, ctx, "text-probability-3000")["steps"] == 2000  # finished: its record, nothing rerun
+    assert FakePretrainer.built == []
+    (tmp_path / ".pretrain" / "text-probability-3000" / "pretrain.json").unlink()  # its stages are here: only it runs
+    qt._run_stage(opts, ctx, "text-probability-3000")
     assert [b[0] for b in FakePretrainer.built] == ["text-probability-3000"]
+    other = tmp_path / ".pretrain" / "probability-1000" / "pretrain.json"  # a record of other settings is no result
+    other.write_text(json.dumps({**json.loads(other.read_text()), "eta": 50.0}))
+    FakePretrainer.built = []
+    qt._run_stage(opts, ctx, "probability-1000")
+    assert [b[0] for b in FakePretrainer.built] == ["probability-1000"]
 
 
 def test_gains_and_table45_pair_runs_of_one_precision_only():

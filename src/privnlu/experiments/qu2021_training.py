@@ -14,6 +14,7 @@ records in hidden folders (not results); a pretraining stage's encoder is what t
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -254,7 +255,8 @@ def _pt_settings_of(r: dict) -> dict:
 def _run_stage(o: dict, ctx: RunContext, name: str) -> dict:
     """Pretraining stage ``name`` into its hidden folder, after the stages it continues. A stage it reads whose
     record is here but whose models are not (they are not committed) is rerun from its settings first: seeded, so
-    the same run. A lock keeps two workers from building one stage at once."""
+    the same run. A lock keeps two workers from building one stage at once; a stage finished with these settings
+    is not run again."""
     import fcntl
 
     from ..training.mlm import Pretrainer
@@ -266,6 +268,9 @@ def _run_stage(o: dict, ctx: RunContext, name: str) -> dict:
     _stage_dir(ctx, name).mkdir(parents=True, exist_ok=True)
     with open(_stage_dir(ctx, name) / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        done = _stage_dir(ctx, name) / "pretrain.json"
+        if done.exists() and _pretrain_settings_of(rec := json.loads(done.read_text())) == _stage_settings(st):
+            return rec  # finished while this worker waited for the lock, or by an earlier run: nothing to redo
         model_dir = None if st.model is None else _stage_dir(ctx, st.model) / "encoder"
         head_file = None if st.head is None else _stage_dir(ctx, st.head[0]) / st.head[1]
         log = (lambda m: __import__("sys").stderr.write(m + "\n")) if ctx.progress else (lambda m: None)
