@@ -307,6 +307,16 @@ def test_cli_reconstruct_plain_and_dp(capsys, tmp_path, tiny_model, toy_glue):
     err = capsys.readouterr().err
     c = json.loads(out.read_text())["conditions"]["m16-k2"]
     assert c["dp_calibration"]["valid_dp_guarantee"] is False and "NOT a valid DP guarantee" in err
+    # Algorithm 1's one noise vector per batch: the release says it is not DP, and so does the attack's log
+    assert main(["attack", "reconstruct", *base, "--conditions", "1:2", "--dp-mechanism", "gaussian", "--dp-epsilon", "8",
+                 "--dp-noise", "per-batch", "--methods", "nmf", "--out", str(out), "--force"]) == 0
+    err = capsys.readouterr().err
+    c = json.loads(out.read_text())["conditions"]["m1-k2"]
+    assert c["dp_calibration"]["noise_reading"] == "per-batch" and c["dp_calibration"]["accounted_epsilon"] is None
+    assert "NOT DP" in err and "--dp-calibration paper" not in err
+    code = main(["attack", "reconstruct", *base, "--dp-noise", "per-batch", "--out", str(tmp_path / "x.json")])
+    assert code == 2 and "--dp-noise applies to a DP release made here" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
 
 
 def test_xie2021_recipe_holds_the_papers_settings():

@@ -2,6 +2,7 @@
 (Algorithm 1 as printed: not DP), their guarantees, the CLI warning and the empirical distinguishing check."""
 
 import argparse
+import json
 import math
 
 import pytest
@@ -142,3 +143,17 @@ def test_cli_trains_the_per_batch_reading_with_a_warning_and_no_guarantee(capsys
     assert not rec["dp"]["valid_dp_guarantee"]
     cards = [p.read_text() for p in out.rglob("README.md")]  # the model card (it once failed on the null epsilon)
     assert cards and all("one noise vector per batch" in c for c in cards)
+
+
+def test_dp_account_states_that_the_per_batch_reading_claims_no_epsilon(capsys):
+    from privnlu.cli.main import main
+
+    args = ["dp", "account", "--dp-epsilon", "8", "--k", "4", "--encodings-per-example", "50", "--json"]
+    assert main([*args, "--dp-noise", "per-batch"]) == 0
+    out, err = capsys.readouterr()
+    rec = json.loads(out)
+    assert rec["noise_reading"] == "per-batch" and rec["accounted_epsilon"] is None and not rec["valid_dp_guarantee"]
+    assert "NOT DP" in err and "--dp-calibration paper" not in err
+    assert main(args) == 0  # the default reading: the same noise scale, and the target epsilon holds
+    fresh = json.loads(capsys.readouterr().out)
+    assert fresh["noise_reading"] == "per-encoding" and fresh["valid_dp_guarantee"] and fresh["noise"] == rec["noise"]

@@ -16,7 +16,7 @@ from typing import Callable
 import torch
 
 from ..errors import require
-from ..mechanisms.dp import DPSettings
+from ..mechanisms.dp import PER_BATCH_NOT_DP, DPSettings
 from ..models.encoder import public_model_name
 from ..rng import SecretGenerator
 from ..training.engine import Prepared
@@ -44,9 +44,10 @@ def select_examples(prep: Prepared, queries: int, aux_size: int, seed: int | Non
 
 def reconstruction_sweep(prep: Prepared, conditions, *, queries: int = N_PRIVATE, epochs: int = EPOCHS,
                          aux_size: int = AUX_SIZE, methods: tuple[str, ...] | None = None, config=None,
-                         dp: DPSettings | None = None, seed: int | None = None, distractors: int = DISTRACTORS,
-                         log: Callable[[str], None] = lambda s: None) -> dict:
-    """Attack each condition (the defender's secrets from ``SecretGenerator(seed)``: experiments only)."""
+                         dp: DPSettings | None = None, noise: str = "per-encoding", seed: int | None = None,
+                         distractors: int = DISTRACTORS, log: Callable[[str], None] = lambda s: None) -> dict:
+    """Attack each condition (the defender's secrets from ``SecretGenerator(seed)``: experiments only); with ``dp``,
+    a DP instance encoding release whose noise is drawn per encoding or, ``noise="per-batch"``, once per batch."""
     assert prep.train_x is not None
     require(not prep.task.is_regression, f"attack audits need a classification task; {prep.task.name} is a regression task")
     require(epochs >= 2, "too few encodings to cluster: use --encodings-per-example 2 or more")
@@ -59,14 +60,16 @@ def reconstruction_sweep(prep: Prepared, conditions, *, queries: int = N_PRIVATE
     for cond in conditions:
         mech, cal = None, None
         if dp is not None:
-            cal = dp.calibrate(dim=prep.train_x.shape[1], k=cond.k, epochs=epochs)
+            cal = dp.calibrate(dim=prep.train_x.shape[1], k=cond.k, epochs=epochs, noise=noise)
             mech = cal.mechanism
-            if not cal.valid:
+            if cal.noise_reading == "per-batch":
+                log(f"WARNING: this release is {PER_BATCH_NOT_DP}")
+            elif not cal.valid:
                 log(f"WARNING: --dp-calibration paper is NOT a valid DP guarantee; this release is only ({cal.epsilon:.4g}, {cal.delta:g})-DP")
         r = reconstruction_audit(prep.train_x[priv], labels[priv], cond, SecretGenerator(seed, warn=False), epochs=epochs,
                                  auxiliary=auxiliary, candidates=candidates, private_texts=texts, config=config,
                                  methods=methods or CLUSTERINGS, mechanism=mech, num_labels=len(prep.task.label_names),
-                                 distractors_x=prep.train_x[dis] if len(dis) else None)
+                                 distractors_x=prep.train_x[dis] if len(dis) else None, noise=noise)
         if cal is not None:
             r["dp_calibration"] = cal.to_json()
         results[cond.name] = r

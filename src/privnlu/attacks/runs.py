@@ -137,15 +137,18 @@ def reconstruction_config(methods: str, *, epochs: int, graph: int = 0, sim_rele
 
 
 def reconstruct(t: Target, conds: tuple[Condition, ...], methods: tuple[str, ...], config: ReconstructionConfig, *,
-                epochs: int = 50, aux_size: int = 2000, distractors: int = 5000, dp=None, log: Log = lambda s: None) -> dict:
-    """Xie & Hong 2021 on one release per condition (DP instance encoding with ``dp``, a DPSettings)."""
+                epochs: int = 50, aux_size: int = 2000, distractors: int = 5000, dp=None, noise: str = "per-encoding",
+                log: Log = lambda s: None) -> dict:
+    """Xie & Hong 2021 on one release per condition (DP instance encoding with ``dp``, a DPSettings, its noise drawn
+    per encoding or, ``noise="per-batch"``, once per batch)."""
     require(not any(c.random for c in conds), "reconstruct takes M:K conditions (or baseline, mix-only, texthide), "
                                               "not random")
     require(epochs >= 2, "too few encodings to cluster: use --encodings-per-example 2 or more")
     t0 = time.time()
     prep = t.prepare()
     results = reconstruction_sweep(prep, conds, queries=t.queries, epochs=epochs, aux_size=aux_size, methods=methods,
-                                   config=config, dp=dp, seed=t.seed, distractors=distractors, log=log)
+                                   config=config, dp=dp, noise=noise, seed=t.seed, distractors=distractors,
+                                   log=log)
     return reconstruction_record(prep, results, queries=t.queries, epochs=epochs, aux_size=aux_size, config=config,
                                  seed=t.seed, t0=t0)
 

@@ -71,7 +71,7 @@ def register(asub: argparse._SubParsersAction) -> None:
 
     r = asub.add_parser("reconstruct", help="recover the private representations from a release (Xie & Hong 2021)")
     add(r, *COMMON, _queries(100), _conditions("1:1,1:2,1:4,1:6"), "batch_size", *SBERT, "seed", "out",
-        "encodings_per_example", *RECONSTRUCT, "mechanism", "epsilon", "delta", "clip", "calibration",
+        "encodings_per_example", *RECONSTRUCT, "mechanism", "epsilon", "delta", "clip", "calibration", "noise",
         Option("noise_free_attacker", "--noise-free-attacker", "train the attacker's pair network on noise-free "
                "simulated releases (default: noise-aware, i.e. with the public mechanism's noise at the same epsilon)",
                kind="flag", group="DP instance encoding"),
@@ -80,7 +80,8 @@ def register(asub: argparse._SubParsersAction) -> None:
         mechanism={"help": "attack DP instance encoding instead (Xie & Hong 2022): clip, mix, mask, add calibrated "
                            "noise", "group": "DP instance encoding"}, epsilon={"group": "DP instance encoding"},
         delta={"default": 1e-5, "group": "DP instance encoding"}, clip={"default": 1.0, "group": "DP instance encoding"},
-        calibration={"default": "correct", "group": "DP instance encoding"}, **COMMON_HELP)
+        calibration={"default": "correct", "group": "DP instance encoding"},
+        noise={"default": "per-encoding", "group": "DP instance encoding"}, **COMMON_HELP)
     r.set_defaults(func=run_reconstruct)
 
 
@@ -152,6 +153,8 @@ def run_reconstruct(args: argparse.Namespace) -> int:
 
     require(not args.noise_free_attacker or (args.mechanism is not None and not args.payload),
             "--noise-free-attacker applies to a DP release made here (--dp-mechanism, no --payload)")
+    require(args.noise == "per-encoding" or (args.mechanism is not None and not args.payload),
+            "--dp-noise applies to a DP release made here (--dp-mechanism, no --payload)")
     t = _target(args)
     knobs = dict(graph=args.graph or 0, sim_releases=args.sim_releases, pairs=args.pairs, solver=args.solver,
                  nmf_repair_rounds=args.nmf_repair_rounds, nmf_repair_iters=args.nmf_repair_iters)
@@ -174,4 +177,4 @@ def run_reconstruct(args: argparse.Namespace) -> int:
             config = replace(config, noise_aware=False)
     return _write(args, runs.reconstruct(t, runs.conditions(args.conditions), methods, config,
                                          epochs=args.encodings_per_example, aux_size=args.aux_size,
-                                         distractors=args.distractors, dp=dp, log=say))
+                                         distractors=args.distractors, dp=dp, noise=args.noise, log=say))

@@ -12,7 +12,7 @@ from .common import DATA, ENCODER, say, scheme_from_args, warn_seed
 from .options import add, option, scheme_options
 
 #: the parameters of DP instance encoding, as ``dp account`` and ``dp encode`` take them
-DP_IE = ("mechanism", "epsilon", "delta", "clip", "calibration", "k")
+DP_IE = ("mechanism", "epsilon", "delta", "clip", "calibration", "k", "noise")
 
 
 FEATURES = Option("features", "--features", "instead of --task: a safetensors file with tensors 'features' (n x d) "
@@ -122,7 +122,7 @@ def run_account(args: argparse.Namespace) -> int:
         require(args.epsilon is not None, "dp account needs --dp-epsilon (or --ledger FILE to compose recorded releases)")
         scheme = scheme_from_args(args, "dp-ie")
         cal = scheme.calibrate(dim=args.dim, epochs=args.encodings_per_example)
-        if not cal.valid:
+        if not cal.valid and cal.noise_reading != "per-batch":  # per-batch: scheme_from_args said why
             say(f"WARNING: --dp-calibration paper is NOT a valid DP guarantee; this release is only "
                 f"({cal.epsilon:.4g}, {cal.delta:g})-DP per example")
         rec, lines = {"kind": "dp", "privnlu": __version__, **cal.to_json()}, []
