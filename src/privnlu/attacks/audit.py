@@ -227,7 +227,8 @@ def reconstruction_audit(private_x: torch.Tensor, labels: torch.Tensor, cond: Co
            "pair_accuracy": {net: {**acc, "release": release_pair_accuracy(attack.scores[net], member, attack.graph_edges)}
                              for net, acc in attack.pair_accuracy.items()},
            "graph_neighbours": attack.config.graph or None,
-           **({} if mechanism is None else {"dp_noise": noise, "attacker_noise_aware": attack.noise_aware}),
+           **({} if mechanism is None else {"dp_noise": noise, "attacker_noise_aware": attack.noise_aware,
+                                             "attacker_noise_groups": attack.noise_groups}),
            "attacker_config": asdict(attack.config)}  # the attacker's own settings: the record says which attack ran
     for r in results:
         s = score_reconstruction(r.recovered, r.clusters, member, private_x)

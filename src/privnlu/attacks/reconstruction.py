@@ -3,6 +3,8 @@
 Given ``N`` encodings ``e`` of ``n`` unknown private representations (each encoded
 ``epochs`` times, ``N = n * epochs``) and their mixed labels, the attacker:
 
+0. against Algorithm 1's one noise vector per batch (Xie & Hong 2022 as printed, not DP), cancels that noise
+   first (:mod:`privnlu.attacks.batch_noise`; ``ReconstructionConfig.cancel_batch_noise``);
 1. removes the sign masks: ``a = |e|`` (``|sigma o v| = |v|`` for any sign mask);
 2. trains a pair network ``f(a, b) -> logit P[a and b share an original]`` on
    encodings it simulates itself from same-distribution data, with its own keys
@@ -45,6 +47,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import torch
@@ -98,6 +101,10 @@ class ReconstructionConfig:
     #: against DP instance encoding: simulate the training releases with the release's public mechanism (same noise
     #: distribution and reading, own draws); None: whenever the scheme grant states a mechanism
     noise_aware: bool | None = None
+    #: against Algorithm 1's one noise vector per batch: group the release by its shared draws and cancel them
+    #: (:mod:`privnlu.attacks.batch_noise`), in the attacked and the simulated releases alike; None: whenever the
+    #: scheme grant states that reading
+    cancel_batch_noise: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("hidden", "rank", "sim_releases", "sim_epochs", "pairs_per_release", "train_epochs", "ls_steps", "block"):
@@ -181,18 +188,21 @@ def simulate_release(aux_x: torch.Tensor, n: int, m: float, k: int, cfg: Reconst
 
 
 def simulate_pairs(aux_x: torch.Tensor, n: int, m: float, k: int, cfg: ReconstructionConfig, rng: SecretGenerator,
-                   gen: torch.Generator, *, mechanism=None, noise: str = "per-encoding"
+                   gen: torch.Generator, *, mechanism=None, noise: str = "per-encoding",
+                   clean: Callable[[torch.Tensor], torch.Tensor] | None = None
                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Attacker-simulated training pairs: (features a, features b, share label) from its own releases.
 
     With ``mechanism`` (a public :class:`~privnlu.mechanisms.dp.EncodingMechanism`: the noise-aware attacker) every
     simulated release is DP instance encoding as the defender's: clipped, mixed and noised with the same noise
     distribution and reading (``noise``), drawn from the attacker's own ``rng``; without, noise-free TextHide.
+    ``clean``: what the attacker does to the attacked release before scoring it (the per-batch noise cancellation),
+    done to each simulated release too.
     """
     A, B, Y = [], [], []
     for _ in range(cfg.sim_releases):
         payload, key = simulate_release(aux_x, n, m, k, cfg, rng, gen, mechanism=mechanism, noise=noise)
-        feats = features(payload.x)
+        feats = features(payload.x if clean is None else clean(payload.x))
         mem = membership(key.partners, n)
         share = (mem @ mem.T) > 0
         share.fill_diagonal_(False)
@@ -508,6 +518,7 @@ class ReconstructionAttack(Attack):
         self.scores: dict[str, object] = {}  # the last run's pair logits, per network (for the auditor's pair accuracy)
         self.graph_edges: tuple[np.ndarray, np.ndarray] | None = None
         self.noise_aware: bool | None = None  # the last run's attacker: trained on noisy simulated releases
+        self.noise_groups: int | None = None  # the last run's shared-noise groups found and cancelled (None: not tried)
 
     def run(self, view: AttackerView) -> list[ReconstructionResult]:
         self.check(view)
@@ -535,7 +546,13 @@ class ReconstructionAttack(Attack):
         bar = tqdm(total=2 + len(self.methods), desc="reconstruction attack", unit="stage", leave=False,
                    disable=not self.progress)
         bar.set_postfix_str("training the pair network")
-        nets = self._train_networks(aux.x.float(), n_sim, m, k, own, gen, scheme=scheme)
+        mu, clean, self.noise_groups = self._batch_noise_mu(aux.x, scheme), None, None
+        if mu is not None:
+            from .batch_noise import cancel_batch_noise
+
+            enc, self.noise_groups = cancel_batch_noise(enc, mu)
+            clean = lambda e: cancel_batch_noise(e, mu)[0]  # noqa: E731 (the same step on simulated releases)
+        nets = self._train_networks(aux.x.float(), n_sim, m, k, own, gen, scheme=scheme, clean=clean)
         t["train_pair_network"] = time.perf_counter() - t0
         bar.update()
         bar.set_postfix_str(f"scoring pairs of {len(enc)} encodings")
@@ -583,8 +600,24 @@ class ReconstructionAttack(Attack):
         bar.close()
         return out
 
+    def _batch_noise_mu(self, aux_x: torch.Tensor, scheme: dict) -> torch.Tensor | None:
+        """``mu`` of the per-batch noise cancellation (:mod:`privnlu.attacks.batch_noise`), from the auxiliary data
+        clipped by the public mechanism, when the config asks for the cancellation (by default whenever the scheme
+        grant states Algorithm 1's per-batch reading); None: no cancellation."""
+        from ..mechanisms.dp import mechanism_from_json
+        from .batch_noise import mean_clean_encoding
+
+        per_batch = scheme.get("dp_noise") == "per-batch"
+        on = per_batch if self.config.cancel_batch_noise is None else self.config.cancel_batch_noise
+        if not on:
+            return None
+        require(bool(scheme.get("dp")), "cancelling per-batch noise needs the release's DP mechanism (the scheme "
+                                        "grant states none)")
+        return mean_clean_encoding(aux_x, mechanism_from_json(scheme["dp"]).clip_rows)
+
     def _train_networks(self, aux_x: torch.Tensor, n_sim: int, m: float, k: int, own: SecretGenerator,
-                        gen: torch.Generator, *, scheme: dict | None = None) -> dict[str, nn.Module]:
+                        gen: torch.Generator, *, scheme: dict | None = None,
+                        clean: Callable[[torch.Tensor], torch.Tensor] | None = None) -> dict[str, nn.Module]:
         """The pair networks the chosen clusterings need, and their accuracy on the attacker's simulated pairs
         (``train``) and on a fresh simulated release (``heldout``; balanced, as the training pairs).
 
@@ -604,9 +637,9 @@ class ReconstructionAttack(Attack):
                                                       "(the scheme grant states none)")
         noise = {"mechanism": mechanism_from_json(public), "noise": scheme.get("dp_noise", "per-encoding")} \
             if self.noise_aware else {}
-        a, b, lab = simulate_pairs(aux_x, n_sim, m, k, cfg, own, gen, **noise)
+        a, b, lab = simulate_pairs(aux_x, n_sim, m, k, cfg, own, gen, clean=clean, **noise)
         ha, hb, hl = simulate_pairs(aux_x, n_sim, m, k, replace(cfg, sim_releases=1, pairs_per_release=min(cfg.pairs_per_release, 20000)),
-                                    own, gen, **noise)
+                                    own, gen, clean=clean, **noise)
         nets: dict[str, nn.Module] = {}
         self.pair_accuracy = {}
         if any(meth != "paper-greedy" for meth in self.methods):

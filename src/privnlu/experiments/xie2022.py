@@ -154,8 +154,11 @@ register(Recipe(
 
 #: (attacker, noise reading) in the order the recipe runs them: the combinations Figure 2 lacks first
 NOISE_COMBOS = (("noise-aware", "per-encoding"), ("noise-free", "per-batch"), ("noise-aware", "per-batch"),
-                ("noise-free", "per-encoding"))
-ATTACKERS = ("noise-free", "noise-aware")
+                ("noise-cancelling", "per-batch"), ("noise-free", "per-encoding"))
+#: attacker -> its config: pair network trained on noisy simulated releases; per-batch noise cancelled first
+ATTACKERS = {"noise-free": {"noise_aware": False, "cancel_batch_noise": False},
+             "noise-aware": {"noise_aware": True, "cancel_batch_noise": False},
+             "noise-cancelling": {"noise_aware": True, "cancel_batch_noise": True}}
 NOISE_AWARE_DEFAULTS = {"tasks": TASKS, "mechanisms": ("gaussian",), "calibrations": ("correct",), "epsilons": EPSILONS,
                         "masked": False, "methods": ("nmf",), "seed": 0}
 
@@ -177,7 +180,7 @@ def _noise_points(o: dict) -> list[Point]:
         for eps in eps_order:
             for t in o["tasks"]:
                 for attacker, reading in combos:
-                    cfg = attacker_config(o["seed"], noise_aware=attacker == "noise-aware")
+                    cfg = attacker_config(o["seed"], **ATTACKERS[attacker])
                     out += [Point(f"rec_{t}_{scheme_name(m)}_{mech}_{cal}_{reading}_{attacker}_eps{eps:g}",
                                   {**release_settings(t, (f"{m}:{k}",), o, config=cfg,
                                                       dp={"mechanism": mech, "epsilon": eps, "delta": 1e-5, "clip": 1.0,
@@ -225,15 +228,19 @@ def _noise_run(o: dict, point: Point, ctx: RunContext) -> dict:
 
 def _noise_settings_of(r: dict) -> dict:
     first = next(iter(r["conditions"].values()))
-    return {**release_settings_of(r), "noise": first["dp_calibration"].get("noise_reading", "per-encoding")}
+    s = release_settings_of(r)
+    if "cancel_batch_noise" not in r["config"]:  # made before the option: nothing was cancelled
+        s["config"]["cancel_batch_noise"] = False
+    return {**s, "noise": first["dp_calibration"].get("noise_reading", "per-encoding")}
 
 
 register(Recipe(
     "xie2022-figure2-noise-aware", PAPER, "figure2-noise-aware",
     "Beyond the paper: Xie & Hong 2022 Figure 2 with two attackers (pair network trained on noise-free or on noisy "
     "simulated releases: the noise-aware attacker knows the public mechanism and epsilon) and two readings of "
-    "Algorithm 1's noise (fresh per encoding; one vector per batch, as printed: not DP), SST-2 and CoLA, Gaussian, "
-    "correct calibration; nmf clustering",
+    "Algorithm 1's noise (fresh per encoding; one vector per batch, as printed: not DP), and against the per-batch "
+    "reading a third attacker that cancels the shared noise first; SST-2 and CoLA, Gaussian, correct calibration; "
+    "nmf clustering",
     NOISE_AWARE_DEFAULTS, _noise_points, _noise_run, _noise_settings_of,
     variant=lambda o: _variant(o, mode=False), check=_check))
 

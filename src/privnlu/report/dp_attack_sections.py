@@ -6,8 +6,9 @@ calibration. Plain TextHide (16, 4), the figure's reference, is set beside the p
 itself is an image: only its text's claims are printed beside.
 
 Beyond the paper, a row also names the attacker when it was noise-aware (its pair network trained on simulated
-releases with the public mechanism's noise; records made before that option trained noise-free) and the noise
-reading when it was Algorithm 1's per-batch draw (not DP).
+releases with the public mechanism's noise; records made before that option trained noise-free) or
+noise-cancelling (it cancelled the per-batch noise first), and the noise reading when it was Algorithm 1's
+per-batch draw (not DP).
 """
 
 from __future__ import annotations
@@ -33,7 +34,10 @@ def _lenient(v: dict) -> float:
 
 
 def attacker_of(c: dict) -> str:
-    """``noise-aware`` or ``noise-free``: the attacker of a DP release's condition (older records: noise-free)."""
+    """``noise-cancelling``, ``noise-aware`` or ``noise-free``: the attacker of a DP release's condition (older
+    records: noise-free; ``noise-cancelling``: it cancelled per-batch noise first, and is noise-aware too)."""
+    if c.get("attacker_noise_groups") is not None:
+        return "noise-cancelling"
     return "noise-aware" if c.get("attacker_noise_aware") else "noise-free"
 
 
@@ -73,13 +77,14 @@ def _rows(task: str, refs, grid) -> tuple[list[str], list[list[object]]]:
     for _, v in refs:
         p, o, d = compare_cells(_lenient(v), paper)
         rows.append(["TextHide (16, 4), no noise: lenient % (diff to paper)", p, *[f"{o} ({d})"] * len(eps)])
-    order = {"per-encoding": 0, "per-batch": 1, "noise-free": 0, "noise-aware": 1}
+    order = {"per-encoding": 0, "per-batch": 1, "noise-free": 0, "noise-aware": 1, "noise-cancelling": 2}
     noise_shown: set[tuple[str, str]] = set()
     for (mech, cal, reading, attacker), c in sorted(grid.items(), key=lambda kv: (kv[0][0], kv[0][1], order[kv[0][2]],
                                                                                  order[kv[0][3]])):
         name = (f"{mech}, {'paper (not DP)' if cal == 'paper' else 'correct'}"
                 + (", one noise per batch (not DP)" if reading == "per-batch" else "")
-                + (", noise-aware attacker" if attacker == "noise-aware" else ""))
+                + {"noise-aware": ", noise-aware attacker",
+                   "noise-cancelling": ", noise-cancelling attacker"}.get(attacker, ""))
         rows.append([f"{name}: lenient / strict %", "-",
                      *[f"{c[e][0]:.0f} / {c[e][1]:.0f}" if e in c and c[e][1] is not None else
                        (f"{c[e][0]:.0f}" if e in c else "-") for e in eps]])
@@ -115,7 +120,10 @@ NOISE_NOTE = (" Beyond the paper, where a row says so: a noise-aware attacker tr
               "releases with the release's public mechanism and its own noise (the other rows' attacker trains on "
               "noise-free simulated releases); one noise per batch (not DP) is Algorithm 1 as printed, one noise "
               "vector per pass over the 100 examples added to all its encodings, with the correct calibration's sigma "
-              "(which guarantees nothing there). Pair network accuracy: balanced accuracy on \"share an original?\" on "
+              "(which guarantees nothing there). A noise-cancelling attacker groups such a release by its shared noise "
+              "(cosine similarity) and subtracts each group's mean, adding back the mean clipped auxiliary "
+              "representation, in the attacked and in its simulated releases alike, so that the noise cancels "
+              "before the attack. Pair network accuracy: balanced accuracy on \"share an original?\" on "
               "a fresh release the attacker simulates as it simulated its training releases (held-out: noise-free for "
               "the noise-free attacker) and on the attacked release (auditor side); 50 % is chance.")
 
