@@ -48,7 +48,7 @@ def reading_of(c: dict) -> str:
 
 def _figure2(records: list[dict]):
     """task -> (TextHide references, {(mechanism, calibration, reading, attacker): {epsilon: (lenient, strict,
-    accounted, noise)}})."""
+    accounted, noise, pair accuracy held out, pair accuracy on the release, noise groups found)}})."""
     refs: dict[str, list[tuple[str, dict]]] = defaultdict(list)
     grid: dict[str, dict[tuple[str, str, str, str], dict[float, tuple]]] = defaultdict(lambda: defaultdict(dict))
     attacks = [r for r in records if r.get("kind") == "attack" and r.get("attack") == "reconstruct"]
@@ -63,7 +63,8 @@ def _figure2(records: list[dict]):
                 pair = (c.get("pair_accuracy") or {}).get("factorised") or {}
                 grid[r["task"]][key][float(cal["target_epsilon"])] = (
                     _lenient(v), v.get("success_strict"), cal["accounted_epsilon"], cal.get("noise"),
-                    pair.get("heldout"), (pair.get("release") or {}).get("balanced_accuracy"))
+                    pair.get("heldout"), (pair.get("release") or {}).get("balanced_accuracy"),
+                    c.get("attacker_noise_groups"))
             elif str(c["m"]) == "16" and int(c["k"]) == 4:
                 refs[r["task"]].append((name, v))
     return {t: (refs[t], grid[t]) for t in sorted(grid)}
@@ -94,6 +95,8 @@ def _rows(task: str, refs, grid) -> tuple[list[str], list[list[object]]]:
             rows.append([f"{name}: pair network accuracy, held-out / real release %", "-",
                          *[f"{100 * c[e][4]:.0f} / {100 * c[e][5]:.0f}" if e in c and None not in c[e][4:6] else "-"
                            for e in eps]])
+        if attacker == "noise-cancelling":
+            rows.append([f"{name}: groups of shared noise found", "-", *[c[e][6] if e in c else "-" for e in eps]])
         if c and all(p[3] is not None for p in c.values()) and (mech, cal) not in noise_shown:  # once per mechanism
             noise_shown.add((mech, cal))
             what = "noise sigma" if mech == "gaussian" else "noise scale b"
@@ -123,7 +126,7 @@ NOISE_NOTE = (" Beyond the paper, where a row says so: a noise-aware attacker tr
               "(which guarantees nothing there). A noise-cancelling attacker groups such a release by its shared noise "
               "(cosine similarity) and subtracts each group's mean, adding back the mean clipped auxiliary "
               "representation, in the attacked and in its simulated releases alike, so that the noise cancels "
-              "before the attack. Pair network accuracy: balanced accuracy on \"share an original?\" on "
+              "before the attack (groups found: one per batch means every batch was found). Pair network accuracy: balanced accuracy on \"share an original?\" on "
               "a fresh release the attacker simulates as it simulated its training releases (held-out: noise-free for "
               "the noise-free attacker) and on the attacked release (auditor side); 50 % is chance.")
 
