@@ -124,3 +124,20 @@ def test_gains_and_table45_pair_runs_of_one_precision_only():
     assert gains == {"bfloat16": pytest.approx(0.01), "float32": pytest.approx(0.03)}
     rows = {(r["tag"], r["precision"]): r["mean"] for r in table45(recs)}
     assert rows[("", "bfloat16")] == pytest.approx(0.602) and rows[("", "float32")] == pytest.approx(0.621)
+
+
+def test_a_selection_without_the_stages_it_reads_still_runs(tmp_path, monkeypatch):
+    """``--modes text``: the M_txt curve starts from its objective's M_rep warm-up head, a stage outside the
+    selection. No point waits for a point that is not in the list, and the stage is built when its head is not
+    here."""
+    from privnlu.training import mlm
+
+    opts = {**registry.get(RECIPE).defaults, "modes": ("text",), "objectives": ("vanilla",), "max_steps": 1000}
+    points = registry.get(RECIPE).points(opts)
+    names = {p.name for p in points}
+    assert "pretrain_text-vanilla-1000" in names and "pretrain_vanilla-1000" not in names
+    assert all(a in names for p in points for a in p.after)
+    monkeypatch.setattr(mlm, "Pretrainer", FakePretrainer)
+    FakePretrainer.built = []
+    qt._run_stage(opts, RunContext(out=tmp_path, scratch=tmp_path / ".x.part"), "text-vanilla-1000")
+    assert [b[0] for b in FakePretrainer.built] == ["vanilla-1000", "text-vanilla-1000"]

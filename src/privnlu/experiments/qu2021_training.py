@@ -236,7 +236,8 @@ def _pt_points(o: dict) -> list[Point]:
     for total in sorted({st.total for st in all_stages.values()}):
         level = {n: st for n, st in all_stages.items() if st.total == total}
         for name, st in level.items():
-            out.append(Point(f"pretrain_{name}", _stage_settings(st), after=tuple(f"pretrain_{s}" for s in st.reads)))
+            out.append(Point(f"pretrain_{name}", _stage_settings(st),  # a stage outside the selection is rebuilt
+                             after=tuple(f"pretrain_{s}" for s in st.reads if s in all_stages)))  # by _run_stage
         for task in o["tasks"]:
             for name, st in level.items():
                 for seed in o["seeds"]:
@@ -261,7 +262,7 @@ def _run_stage(o: dict, ctx: RunContext, name: str) -> dict:
 
     from ..training.mlm import Pretrainer
 
-    st = stages(o["objectives"], o["modes"], o["max_steps"])[name]
+    st = stages(o["objectives"], tuple(CURVES), None)[name]  # also a stage the selection reads but does not hold
     for before in st.reads:
         if not (_stage_dir(ctx, before) / "pretrain.json").exists():
             _run_stage(o, ctx, before)
