@@ -11,7 +11,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
-FOLDERS = sorted({p.parent for p in RESULTS.rglob("*.json")})
+#: the record folders (a recipe's hidden working files, .models/ or .pretrain/, are not committed and not records)
+FOLDERS = sorted({p.parent for p in RESULTS.rglob("*.json")
+                  if not any(part.startswith(".") for part in p.relative_to(RESULTS).parts)})
 PAPERS = ("huang2020", "xie2021", "xie2022", "qu2021")
 LOCAL = ("/root", "/home/", "/work/", "/tmp/", "site-packages", "/Users/")
 
