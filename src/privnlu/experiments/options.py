@@ -106,6 +106,8 @@ RECIPE_OPTIONS: tuple[Option, ...] = (
          "(vanilla,probability,denoising)", name_list),
     _own("max_steps", "--max-steps", "qu2021-table6-7: the pretraining curves up to this many steps in all "
          "(default: the whole curve)", I, range=POS_INT),
+    _own("steps", "--steps", "qu2021-table6-gpu: privatized adaptation steps of each pretraining stage", I,
+         range=POS_INT),
     _own("n", "--n", "private examples", int_list, range=Range(lo=1, integer=True, items=True)),
     _own("graph", "--graph", "k-NN graph neighbours per encoding", int_list,
          range=Range(lo=0, integer=True, items=True, note="0 = all pairs")),

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from ..errors import PrivnluError
 
 #: the paper modules that register recipes (imported by :func:`load`)
-PAPERS = ("huang2020", "huang2020_attacks", "xie2021", "xie2022", "xie2022_dp_sgd", "qu2021", "qu2021_training",
+PAPERS = ("huang2020", "huang2020_attacks", "xie2021", "xie2022", "xie2022_dp_sgd", "qu2021", "qu2021_training", "qu2021_gpu",
           "huang2020_sentence_recovery", "huang2020_client_dp",
           "huang2020_sentence_recovery_secagg", "huang2020_inference", "huang2020_sentence_recovery_client_dp")
 #: the folder every recipe files its results under, by paper

@@ -8,7 +8,11 @@ Noise
     the direction as a normalised standard Gaussian and the radius by inverse
     CDF, ``r = P^-1(n, U) / eta`` with ``P^-1 = scipy.special.gammaincinv`` and
     ``U`` uniform from the :class:`~privnlu.rng.SecretGenerator` (never the
-    global RNG). (Drawing the direction *inside* the ball, or the radius as a
+    global RNG). Simulation on public text (privacy-adaptive pretraining on a
+    GPU) may pass a seeded ``torch.Generator`` of the device instead; the radius
+    is then ``r = (sum_{j<=n} -log U_j) / eta``, exact for integer ``n``
+    (``Gamma(n, 1)`` is a sum of ``n`` unit exponentials). A user's release never
+    takes this path. (Drawing the direction *inside* the ball, or the radius as a
     1-d Laplace, would be the known slips; neither is done here.)
 
 Mechanisms (user side; Qu et al. 2021, section 3.1-3.3)
@@ -35,7 +39,7 @@ revealed. ``M_seq`` is ``eta``-d_chi private with respect to
 
 Nearest-token search is exact (a chunked matrix product
 ``||e||^2 - 2 x.e`` over the regular vocabulary) or, optionally, a FAISS HNSW
-index. Any function of the noisy embedding that does not look at the user's
+index, on the CPU or on the device of a :meth:`TokenSpace.to` copy. Any function of the noisy embedding that does not look at the user's
 input again (an approximate index included, even one built with its own
 randomness) is post-processing and keeps the d_chi guarantee; only utility
 changes.
@@ -76,15 +80,28 @@ def gamma_radius(u: np.ndarray | torch.Tensor, dim: int, eta: float) -> torch.Te
     return torch.from_numpy(special.gammaincinv(float(dim), u.astype(np.float64)) / eta)
 
 
-def dchi_noise(count: int, dim: int, eta: float, rng: SecretGenerator, *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """``count`` i.i.d. draws of the d_chi noise in R^dim, density ~ exp(-eta ||N||). Shape (count, dim)."""
+def dchi_noise(count: int, dim: int, eta: float, rng: SecretGenerator | torch.Generator, *,
+               dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """``count`` i.i.d. draws of the d_chi noise in R^dim, density ~ exp(-eta ||N||). Shape (count, dim), on the
+    CPU, or on the device of ``rng`` when it is a ``torch.Generator`` (public-text simulation only)."""
     eta = check_eta(eta)
+    if isinstance(rng, torch.Generator):
+        return _device_noise(count, dim, eta, rng).to(dtype)
     if count == 0:
         return torch.zeros(0, dim, dtype=dtype)
     g = rng.normal((count, dim), dtype=torch.float64)
     direction = g / g.norm(dim=1, keepdim=True).clamp_min(1e-300)
     radius = gamma_radius(rng.uniform(count, dtype=torch.float64), dim, eta)
     return (direction * radius.unsqueeze(1)).to(dtype)
+
+
+def _device_noise(count: int, dim: int, eta: float, gen: torch.Generator) -> torch.Tensor:
+    """The d_chi noise from a seeded ``torch.Generator`` on its own device, in float64: a normalised Gaussian
+    direction and the radius ``Gamma(dim, 1/eta) = (sum of dim draws of -log U) / eta``."""
+    g = torch.randn(count, dim, generator=gen, device=gen.device, dtype=torch.float64)
+    direction = g / g.norm(dim=1, keepdim=True).clamp_min(1e-300)
+    u = torch.rand(count, dim, generator=gen, device=gen.device, dtype=torch.float64).clamp_min(2.0 ** -53)
+    return direction * (-torch.log(u).sum(1, keepdim=True) / eta)
 
 
 def special_token_mask(tokenizer, vocab_size: int) -> torch.Tensor:
@@ -132,6 +149,15 @@ class TokenSpace:
     def vocab_size(self) -> int:
         return int(self.embeddings.shape[0])
 
+    def to(self, device: str | torch.device) -> "TokenSpace":
+        """A copy whose tables live on ``device`` (the nearest-token search then runs there); ids and vectors
+        passed to it must be on that device too."""
+        out = object.__new__(TokenSpace)
+        for name in ("embeddings", "special", "regular_ids", "regular", "regular_sq"):
+            setattr(out, name, getattr(self, name).to(device))
+        out.tokens = self.tokens
+        return out
+
     @classmethod
     def from_model(cls, model: torch.nn.Module, tokenizer) -> "TokenSpace":
         """Take the input word-embedding table of a Hugging Face model (e.g. ``SentenceEncoder.model``)."""
@@ -145,7 +171,7 @@ class TokenSpace:
         flat = x.reshape(-1, self.dim).float()
         if index is not None:
             return index.search(flat).reshape(shape)
-        out = torch.empty(flat.shape[0], dtype=torch.long)
+        out = torch.empty(flat.shape[0], dtype=torch.long, device=flat.device)
         for s in range(0, flat.shape[0], chunk):
             q = flat[s : s + chunk]
             # ||q - e||^2 = ||q||^2 - 2 q.e + ||e||^2; ||q||^2 is constant per row
@@ -179,7 +205,7 @@ def privatized_positions(space: TokenSpace, ids: torch.Tensor, attention_mask: t
     return keep
 
 
-def m_rep(space: TokenSpace, ids: torch.Tensor, eta: float, rng: SecretGenerator,
+def m_rep(space: TokenSpace, ids: torch.Tensor, eta: float, rng: SecretGenerator | torch.Generator,
           attention_mask: torch.Tensor | None = None) -> torch.Tensor:
     """Token representation privatization: ``phi(x_i) + N_i`` at regular positions, ``phi(x_i)`` elsewhere.
 
@@ -192,7 +218,7 @@ def m_rep(space: TokenSpace, ids: torch.Tensor, eta: float, rng: SecretGenerator
     return emb
 
 
-def m_txt(space: TokenSpace, ids: torch.Tensor, eta: float, rng: SecretGenerator,
+def m_txt(space: TokenSpace, ids: torch.Tensor, eta: float, rng: SecretGenerator | torch.Generator,
           attention_mask: torch.Tensor | None = None, *, index: HNSWIndex | None = None,
           chunk: int = DEFAULT_CHUNK) -> torch.Tensor:
     """Text-to-text privatization: each regular token -> nearest regular token to its noisy embedding."""

@@ -206,7 +206,8 @@ def load_encoder(model: str | Path | None = None, *, pooling: str = "auto", devi
     hf_logging.disable_progress_bar()
     try:  # never the folder's own Python, never the network
         tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
-        net = AutoModel.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+        net = AutoModel.from_pretrained(str(path), local_files_only=True, trust_remote_code=False,
+                                        dtype=torch.float32)  # float32 weights, also from a float16 folder
     except Exception as exc:  # transformers raises many types for a bad folder
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise PrivnluError(f"--model {path}: could not load a model from this folder ({first})") from None

@@ -126,11 +126,11 @@ def mlm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 def select_masked(eligible: torch.Tensor, prob: float, generator: torch.Generator) -> torch.Tensor:
     """Each eligible position with probability ``prob``; a row with eligible positions gets at least one."""
-    scores = torch.rand(eligible.shape, generator=generator)
+    scores = torch.rand(eligible.shape, generator=generator).to(eligible.device)  # the same draws on any device
     scores[~eligible] = -1.0
     masked = (scores < prob) & eligible
     first = scores.argmax(1)
-    rows = torch.arange(len(eligible))
+    rows = torch.arange(len(eligible), device=eligible.device)
     none = ~masked.any(1) & eligible.any(1)
     masked[rows[none], first[none]] = True
     return masked
@@ -147,9 +147,10 @@ class MLMBatch:
 
 
 def make_batch(space: TokenSpace, ids: torch.Tensor, attention_mask: torch.Tensor, *, objective: str,
-               eta: float | None, mechanism: str, rng: SecretGenerator, generator: torch.Generator,
+               eta: float | None, mechanism: str, rng: SecretGenerator | torch.Generator, generator: torch.Generator,
                mask_prob: float, draws: int, mask_id: int) -> MLMBatch:
-    """Mask, privatize (``eta=None``: clean) and build the targets of one batch."""
+    """Mask, privatize (``eta=None``: clean) and build the targets of one batch, on the device of ``space`` and
+    ``ids`` (the masks are drawn from the CPU ``generator`` either way)."""
     masked = select_masked(privatized_positions(space, ids, attention_mask), mask_prob, generator)
     original = ids[masked]
     perturbed, draw_ids, embeds, inp = original, None, None, None
@@ -192,7 +193,10 @@ class Pretrainer:
 
     def __init__(self, config: PretrainConfig, out_dir: str | Path, *, model: str | Path | None = None,
                  init_head: str | Path | None = None, texts: list[str] | None = None,
-                 log: Callable[[str], None] | None = None, device: str = "cpu", bf16: str | bool = "auto") -> None:
+                 log: Callable[[str], None] | None = None, device: str = "cpu", bf16: str | bool = "auto",
+                 torch_noise: bool | None = None) -> None:
+        """``torch_noise``: build each batch on ``device`` with the simulated noise from a seeded
+        ``torch.Generator`` there (default: on an accelerator); else on the CPU from a :class:`SecretGenerator`."""
         from ..models import load_encoder
 
         self.config, self.out = config, Path(out_dir)
@@ -203,6 +207,9 @@ class Pretrainer:
         self.base_model = str(model) if model else None
         self.tokenizer, self.model = enc.tokenizer, enc.model
         self.space = TokenSpace.from_model(self.model, self.tokenizer)
+        self.device = torch.device(device)
+        self.torch_noise = self.device.type != "cpu" if torch_noise is None else torch_noise
+        self.batch_space = self.space.to(self.device) if self.torch_noise else self.space
         emb = self.model.get_input_embeddings()
         emb.weight.requires_grad_(False)  # user side: stop-gradient
         with seeded_torch(None if config.seed is None else derive_seed(config.seed, 3)):  # head initialisation
@@ -256,10 +263,19 @@ class Pretrainer:
         idx = self._perm[1][step % per_epoch].tolist()
         return pad([self.train_ids[i] for i in idx], self.pad_id)
 
-    def _noise_rng(self, *parts: int) -> SecretGenerator:
+    def _noise_rng(self, *parts: int) -> SecretGenerator | torch.Generator:
+        """The simulated mechanism's noise for step ``parts``: the CPU's :class:`SecretGenerator`, or, on an
+        accelerator, a ``torch.Generator`` of the device (the corpus is public: no secret rests on these draws)."""
+        if self.torch_noise:
+            seed = (derive_seed(self.config.seed, *parts) if self.config.seed is not None
+                    else int(self.secure.words(1)[0]))
+            return torch.Generator(device=self.device).manual_seed(seed)
         if self.config.seed is None:
             return self.secure
         return SecretGenerator(derive_seed(self.config.seed, *parts), warn=False)
+
+    def _batch(self, ids: torch.Tensor, mask: torch.Tensor, **kw) -> MLMBatch:
+        return make_batch(self.batch_space, ids.to(self.device), mask.to(self.device), mask_id=self.mask_id, **kw)
 
     # -- one step ------------------------------------------------------------
     def _step(self, phase: str, step: int, data_seed: int, opt, sched) -> float:
@@ -267,10 +283,9 @@ class Pretrainer:
         p = PHASES.index(phase)
         ids, mask = self._batch_ids(p, step, data_seed)
         gen = torch.Generator().manual_seed(derive_seed(data_seed, p, step, 1))
-        batch = make_batch(self.space, ids, mask, objective="denoising" if phase == "warmup" else c.objective,
-                           eta=None if phase == "warmup" else c.eta, mechanism=c.mechanism,
-                           rng=self._noise_rng(p, step), generator=gen, mask_prob=c.mask_prob, draws=c.draws,
-                           mask_id=self.mask_id)
+        batch = self._batch(ids, mask, objective="denoising" if phase == "warmup" else c.objective,
+                            eta=None if phase == "warmup" else c.eta, mechanism=c.mechanism,
+                            rng=self._noise_rng(p, step), generator=gen, mask_prob=c.mask_prob, draws=c.draws)
         with seeded_torch(derive_seed(data_seed, p, step, 2)):  # dropout
             self.model.train(phase == "adapt")
             self.head.train()
@@ -292,10 +307,10 @@ class Pretrainer:
         rng = self._noise_rng(99, 0)
         for s in range(0, len(self.eval_ids), 64):
             ids, mask = pad(self.eval_ids[s : s + 64], self.pad_id)
-            batch = make_batch(self.space, ids, mask, objective="denoising", eta=eta, mechanism=self.config.mechanism,
-                               rng=rng, generator=gen, mask_prob=self.config.mask_prob, draws=1, mask_id=self.mask_id)
+            batch = self._batch(ids, mask, objective="denoising", eta=eta, mechanism=self.config.mechanism,
+                                rng=rng, generator=gen, mask_prob=self.config.mask_prob, draws=1)
             pred = mlm_logits(self.model, self.head, batch, bf16=self.bf16).argmax(-1).cpu()
-            hits += int((pred == batch.original).sum())
+            hits += int((pred == batch.original.cpu()).sum())
             total += len(batch.original)
         return hits / max(total, 1)
 
@@ -413,10 +428,19 @@ class Pretrainer:
     def _record(self, state: dict, *, finished: bool, seconds: float) -> dict:
         return {"kind": "dchi_pretrain", "model": path_ref(self.model_name, self.out) if is_local_path(self.model_name) else self.model_name, **asdict(self.config), "init_head": self.init_head,
                 "finished": finished, "bf16": self.bf16, "evals": dict(state["evals"]),
+                **({"device": _device_name(self.device), "noise": "torch.Generator of the device, seeded per step"}
+                   if self.torch_noise else {}),
                 "loss_first": {ph: _mean(v[: self.config.checkpoint_every]) for ph, v in state["losses"].items()},
                 "loss_last": {ph: _mean(v[-self.config.checkpoint_every:]) for ph, v in state["losses"].items()},
                 "steps_done": {ph: len(v) for ph, v in state["losses"].items()}, "seconds_this_call": seconds,
                 "encoder_dir": "encoder" if finished else None}  # relative to the record's folder: no local path
+
+
+def _device_name(device: torch.device) -> str:
+    """``cuda (NVIDIA H200)``: the device type and, for a GPU, its model (no host name, no serial)."""
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return device.type
 
 
 def _mean(v: list[float]) -> float | None:
