@@ -120,8 +120,12 @@ def test_gains_and_table45_pair_runs_of_one_precision_only():
 
     cells = {("", True): 0.60, ("", False): 0.62, ("pt-vanilla-1000", True): 0.61, ("pt-vanilla-1000", False): 0.65}
     recs = [rec(tag, bf16, acc + 0.001 * s * (1 + bf16), s) for (tag, bf16), acc in cells.items() for s in range(3)]
-    gains = {k[-1]: sum(a - b for a, b in ab) / len(ab) for k, ab in _pretrain_gains(recs).items()}
+    gains = {k[5]: sum(a - b for a, b in ab) / len(ab) for k, ab in _pretrain_gains(recs).items()}
     assert gains == {"bfloat16": pytest.approx(0.01), "float32": pytest.approx(0.03)}
+    # a stage at another batch names it in its tag: steps and batch are read apart
+    gpu = [rec("pt-denoising-b128-12500", True, 0.70, s) for s in range(3)]
+    keys = [k for k in _pretrain_gains(recs + gpu) if k[3] == "denoising"]
+    assert keys == [("sst2", "token", 100.0, "denoising", 12500, "bfloat16", 128)]
     rows = {(r["tag"], r["precision"]): r["mean"] for r in table45(recs)}
     assert rows[("", "bfloat16")] == pytest.approx(0.602) and rows[("", "float32")] == pytest.approx(0.621)
 

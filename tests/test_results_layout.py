@@ -55,7 +55,7 @@ def test_each_folder_holds_the_command_that_makes_it_and_that_command_skips_ever
     assert main([*argv, "--dry-run"]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out.splitlines()
     done = {line.split()[1] for line in out if line.startswith("done ")}
-    committed = {p.stem for p in folder.glob("*.json")}
+    committed = {p.stem for p in folder.glob("*.json") if not p.name.startswith(".")}
     assert committed <= done, sorted(committed - done)[:5]
     assert out[-1] == lines[1]  # the command the folder holds is the one that makes it
     assert f"in {_name(folder)}" in out[-2]

@@ -32,6 +32,8 @@ def _model_name(model: str | dict | None) -> str | None:
     """A fine-tuning run's starting encoder: None (packaged MiniLM) or the pretraining stage it comes from."""
     if not model or model == "packaged MiniLM":
         return None
+    if isinstance(model, str) and Path(model).name == "encoder":  # a stage's encoder folder, absolute or not
+        return Path(model).parent.name
     p = Path(display_name(model))  # a path, or a record's reference {"name", "sha256"}
     return p.parent.name if p.name == "encoder" else p.name
 
@@ -42,8 +44,13 @@ def finetune_settings(task: str, config, *, model: str | None, train_limit: int 
 
 
 def finetune_settings_of(r: dict) -> dict:
+    """A fine-tuning record's settings. A run of a stage's encoder from an absolute results folder recorded its
+    model as the empty name; its tag, ``pt-<stage>``, names the stage."""
     s = {k: v for k, v in r["settings"].items() if k not in IGNORED}
-    return {**s, "model": _model_name(s.get("model"))}
+    model = _model_name(s.get("model"))
+    if s.get("model") == "" and str(r.get("tag", "")).startswith("pt-"):
+        model = r["tag"].removeprefix("pt-")
+    return {**s, "model": model}
 
 
 def _configs(o: dict, task: str) -> list:

@@ -203,8 +203,9 @@ def dchi_table45(records: list[dict], ctx: Context) -> Markup | None:
     return join(para(T45_NOTE), table(T45_HEADERS, rows)) if rows else None
 
 
-#: ``pt-<objective>-<steps>``, the objective optionally led by the pretraining input (``pt-text-denoising-1000``)
-_PT_TAG = re.compile(r"^pt-([a-z][a-z-]*?)-?(\d+)?$")
+#: ``pt-<objective>[-b<batch>]-<steps>``, the objective optionally led by the pretraining input
+#: (``pt-text-denoising-1000``); a batch size other than the CPU curve's is named (``pt-denoising-b128-12500``)
+_PT_TAG = re.compile(r"^pt-([a-z][a-z-]*?)(?:-b(\d+))?-?(\d+)?$")
 
 
 GAIN_HEADERS = ["task", "mode", "eta", "objective", "steps", "precision", "seeds", "mean gain (accuracy)",
@@ -217,7 +218,8 @@ GAIN_NOTE = ("Each pretrained encoder fine-tuned like the original, against the 
              "the precision alone changes a run's score): the mean paired gain in accuracy (fraction) and Student's "
              "paired t-test over seeds. The paper's cells: Table 6 (token-representation input) or "
              "Table 7 (text-to-text input), its SST column (QQP for MRPC) at the same eta, the original BERT and the "
-             "objective's column; the paper pretrains bert-base for up to 1,000,000 steps at batch 256.")
+             "objective's column; the paper pretrains bert-base for up to 1,000,000 steps at batch 256. Steps are "
+             "at batch 16 unless a batch is named.")
 #: our fine-tuning mode -> the paper's pretraining table; our objective names -> its columns
 _PT_TABLE = {"token": "Table 6", "text": "Table 7"}
 _PT_COLUMN = {"denoising": "denoising", "vanilla": "vanilla", "probability": "probability"}
@@ -237,7 +239,8 @@ def _paper_pt(task: str, mode: str, eta: float, objective: str) -> tuple:
 
 
 def _pretrain_gains(records: list[dict]) -> dict[tuple, list[tuple[float, float]]]:
-    """(task, mode, eta, objective, steps) -> per seed (accuracy after pretraining, the original encoder's)."""
+    """(task, mode, eta, objective, steps, precision, batch or None) -> per seed (accuracy after pretraining, the
+    original encoder's)."""
     ft = _finetune(records)
     base = {(r["task"], r["mode"], r["eta"], r.get("seed"), precision(r)): r["metrics"].get("accuracy")
             for r in ft if not r.get("tag")}
@@ -245,21 +248,24 @@ def _pretrain_gains(records: list[dict]) -> dict[tuple, list[tuple[float, float]
     for r in ft:
         m = _PT_TAG.match(r.get("tag") or "")
         b = base.get((r["task"], r["mode"], r["eta"], r.get("seed"), precision(r)))
-        if m and m.group(2) and b is not None:
-            pairs[(r["task"], r["mode"], r["eta"], m.group(1), int(m.group(2)), precision(r))].append(
+        if m and m.group(3) and b is not None:
+            batch = int(m.group(2)) if m.group(2) else None
+            pairs[(r["task"], r["mode"], r["eta"], m.group(1), int(m.group(3)), precision(r), batch)].append(
                 (r["metrics"]["accuracy"], b))
-    return dict(sorted(pairs.items(), key=lambda kv: tuple(str(x) for x in kv[0][:4]) + kv[0][4:]))
+    return dict(sorted(pairs.items(), key=lambda kv: tuple(str(x) for x in kv[0][:4]) + kv[0][4:6]
+                       + (kv[0][6] or 0,)))
 
 
 def _gain_rows(pairs: dict[tuple, list[tuple[float, float]]]) -> list[list[object]]:
 
     rows = []
-    for (task, mode, eta, obj, steps, prec), ab in pairs.items():
+    for (task, mode, eta, obj, steps, prec, batch), ab in pairs.items():
         p = paired_t_test(*map(list, zip(*ab)))["p"] if len(ab) >= 2 else None
         po, pn = _paper_pt(task, mode, eta, obj)
         gain = sum(a - b for a, b in ab) / len(ab)
         f4 = lambda v: "-" if v is None else f"{v:.4f}"  # noqa: E731
-        rows.append([task, mode, f"{eta:g}", obj, steps, prec, len(ab), f"{gain:+.4f}",
+        rows.append([task, mode, f"{eta:g}", obj, steps if batch is None else f"{steps} (batch {batch})", prec,
+                     len(ab), f"{gain:+.4f}",
                      "" if p is None else f"{p:.3f}", f4(sum(b for _, b in ab) / len(ab)),
                      f4(sum(a for a, _ in ab) / len(ab)), f4(po), f4(pn),
                      "-" if po is None or pn is None else f"{pn - po:+.4f}",
@@ -284,8 +290,8 @@ def dchi_pretrain_gain(records: list[dict], ctx: Context) -> Markup | None:
 
     fig, ax = plt.subplots(figsize=(5.2, 3.2))
     lines: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
-    for (task, mode, eta, obj, steps, prec), ab in pairs.items():
-        lines[(task, mode, eta, f"{obj} ({prec})")].append((steps, sum(a - b for a, b in ab) / len(ab)))
+    for (task, mode, eta, obj, steps, prec, batch), ab in pairs.items():
+        lines[(task, mode, eta, f"{obj} ({prec}{'' if batch is None else f', batch {batch}'})")].append((steps, sum(a - b for a, b in ab) / len(ab)))
     for (task, mode, eta, obj), pts in lines.items():
         ax.plot(*zip(*sorted(pts)), "o-", label=f"{task} {mode} eta={eta:g} {obj}")
     ax.axhline(0, color="k", lw=0.6)
