@@ -12,6 +12,7 @@ import pytest
 import torch
 from scipy import stats
 
+from privnlu.io import record_files
 from privnlu.mechanisms.dchi import dchi_noise, load_token_space, m_txt
 from privnlu.rng import SecretGenerator
 from privnlu.training import mlm
@@ -111,7 +112,7 @@ def test_committed_gpu_records_are_the_recipes_points():
 
     recipe = registry.get("qu2021-table6-gpu")
     folder = Path(__file__).resolve().parents[1] / "results" / "qu2021" / "table6-gpu"
-    files = sorted(f for f in folder.glob("*.json") if not f.name.startswith("."))
+    files = record_files(folder)
     if not files:
         pytest.skip("no committed records")
     o = registry.options(recipe, {"model": "all-MiniLM-L6-v2-fp16"})

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from privnlu.io import record_files
 from privnlu.cli.main import main
 from privnlu.experiments import qu2021_training as qt
 from privnlu.experiments import registry
@@ -44,7 +45,7 @@ def test_the_committed_records_are_the_recipes_points():
     recipe = registry.get(RECIPE)
     folder = ROOT / "results" / "qu2021" / "table6-7"
     points = {p.name: p for p in recipe.points(recipe.defaults)}
-    files = sorted(f for f in folder.glob("*.json") if not f.name.startswith("."))
+    files = record_files(folder)
     if not files:
         pytest.skip("no committed records")
     for f in files:

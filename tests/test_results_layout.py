@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from privnlu.io import record_files
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 #: the record folders (a recipe's hidden working files, .models/ or .pretrain/, are not committed and not records)
-FOLDERS = sorted({p.parent for p in RESULTS.rglob("*.json")
-                  if not any(part.startswith(".") for part in p.relative_to(RESULTS).parts)})
+FOLDERS = sorted({p.parent for p in record_files(RESULTS, recursive=True)})
 PAPERS = ("huang2020", "xie2021", "xie2022", "qu2021")
 LOCAL = ("/root", "/home/", "/work/", "/tmp/", "site-packages", "/Users/")
 
@@ -55,14 +56,14 @@ def test_each_folder_holds_the_command_that_makes_it_and_that_command_skips_ever
     assert main([*argv, "--dry-run"]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out.splitlines()
     done = {line.split()[1] for line in out if line.startswith("done ")}
-    committed = {p.stem for p in folder.glob("*.json") if not p.name.startswith(".")}
+    committed = {p.stem for p in record_files(folder)}
     assert committed <= done, sorted(committed - done)[:5]
     assert out[-1] == lines[1]  # the command the folder holds is the one that makes it
     assert f"in {_name(folder)}" in out[-2]
 
 
 def test_no_committed_record_holds_a_local_path():
-    for f in RESULTS.rglob("*.json"):
+    for f in record_files(RESULTS, recursive=True):
         bad = [s for s in _strings(json.loads(f.read_text())) if any(p in s for p in LOCAL)]
         assert not bad, (f, bad[:3])
 

@@ -214,6 +214,15 @@ def write_secret(path: str | os.PathLike[str], obj: Any) -> Path:
     return torch_save_atomic(path, obj, mode=SECRET_MODE)
 
 
+def record_files(folder: str | os.PathLike[str], *, recursive: bool = False) -> list[Path]:
+    """The result records of ``folder``: its ``*.json`` (and its subfolders' with ``recursive``), in name order,
+    outside hidden files and folders (a recipe's scratch, checkpoints and trained models: ``.x.part.json``,
+    ``.pretrain/``, ``.models/``)."""
+    root = Path(folder)
+    found = root.rglob("*.json") if recursive else root.glob("*.json")
+    return sorted(f for f in found if not any(part.startswith(".") for part in f.relative_to(root).parts))
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
     with open(path, encoding="utf-8") as fh:
         return json.load(fh)

@@ -109,10 +109,10 @@ def _fig3_points(o: dict) -> list[Point]:
 def _fig3_run(o: dict, point: Point, ctx: RunContext) -> dict:
     """The first successful and the first failed attack at k = 1 (by d, then round) of Table 2's records, with
     their recorded curves (gradient distance, MSE(x', x), MSE(s', sigma) after each L-BFGS step)."""
-    from ..io import read_json
+    from ..io import read_json, record_files
 
     src = _fig3_source(o)
-    recs = [read_json(p) for p in sorted(src.glob("*.json"))]
+    recs = [read_json(p) for p in record_files(src)]
     rows = sorted((row for r in recs if r.get("kind") == "gradient_attack" and r.get("source") == "sweep"
                    and r.get("victim", "input") == o["victim"] for row in r["rows"] if int(row["k"]) == 1 and row.get("curve")),
                   key=lambda row: (int(row["d"]), int(row["seed"])))
@@ -128,7 +128,9 @@ def _fig3_run(o: dict, point: Point, ctx: RunContext) -> dict:
 
 def _fig3_check(o: dict) -> None:
     src = _fig3_source(o)
-    require(src.is_dir() and any(src.glob("*.json")), f"huang2020-figure3 draws the curves of huang2020-table2's attacks: "
+    from ..io import record_files
+
+    require(src.is_dir() and bool(record_files(src)), f"huang2020-figure3 draws the curves of huang2020-table2's attacks: "
                                                       f"{src} holds none (run `privnlu reproduce huang2020-table2` first)")
 
 

@@ -110,7 +110,9 @@ def write_script(out: Path, command: str, names: list[str], say: Callable[[str],
     command's script, which does, is kept)."""
     from ..io import write_text_atomic
 
-    others = sorted(p.stem for p in out.glob("*.json") if p.stem not in set(names) and not p.name.startswith("."))
+    from ..io import record_files
+
+    others = [p.stem for p in record_files(out) if p.stem not in set(names)]
     if others:
         say(f"reproduce.sh not rewritten: {out} holds records this command does not make ({', '.join(others[:3])}"
             f"{', ...' if len(others) > 3 else ''})")

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 
 from ..version import __version__
 from ..errors import PrivnluError
-from ..io import write_text_atomic
+from ..io import record_files, write_text_atomic
 from ..schemas import check_record
 from . import markup
 from .registry import SECTIONS, Context, TextOnly, html_markdown, plural
@@ -56,8 +56,7 @@ def load_results(paths: list[str | Path]) -> list[dict]:
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            files += sorted(f for f in p.rglob("*.json")
-                            if not any(part.startswith(".") for part in f.relative_to(p).parts))
+            files += record_files(p, recursive=True)
         elif p.is_file():
             files.append(p)
         else:
