@@ -45,9 +45,11 @@ def select_examples(prep: Prepared, queries: int, aux_size: int, seed: int | Non
 def reconstruction_sweep(prep: Prepared, conditions, *, queries: int = N_PRIVATE, epochs: int = EPOCHS,
                          aux_size: int = AUX_SIZE, methods: tuple[str, ...] | None = None, config=None,
                          dp: DPSettings | None = None, noise: str = "per-encoding", seed: int | None = None,
-                         distractors: int = DISTRACTORS, log: Callable[[str], None] = lambda s: None) -> dict:
+                         distractors: int = DISTRACTORS, log: Callable[[str], None] = lambda s: None,
+                         progress: bool = True) -> dict:
     """Attack each condition (the defender's secrets from ``SecretGenerator(seed)``: experiments only); with ``dp``,
-    a DP instance encoding release whose noise is drawn per encoding or, ``noise="per-batch"``, once per batch."""
+    a DP instance encoding release whose noise is drawn per encoding or, ``noise="per-batch"``, once per batch.
+    ``progress``: the attack's own progress bars."""
     assert prep.train_x is not None
     require(not prep.task.is_regression, f"attack audits need a classification task; {prep.task.name} is a regression task")
     require(epochs >= 2, "too few encodings to cluster: use --encodings-per-example 2 or more")
@@ -69,7 +71,8 @@ def reconstruction_sweep(prep: Prepared, conditions, *, queries: int = N_PRIVATE
         r = reconstruction_audit(prep.train_x[priv], labels[priv], cond, SecretGenerator(seed, warn=False), epochs=epochs,
                                  auxiliary=auxiliary, candidates=candidates, private_texts=texts, config=config,
                                  methods=methods or CLUSTERINGS, mechanism=mech, num_labels=len(prep.task.label_names),
-                                 distractors_x=prep.train_x[dis] if len(dis) else None, noise=noise)
+                                 distractors_x=prep.train_x[dis] if len(dis) else None, noise=noise,
+                                 progress=progress)
         if cal is not None:
             r["dp_calibration"] = cal.to_json()
         results[cond.name] = r

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from pathlib import Path
 
-from ..errors import require
 from .qu2021 import PAPER
 from .qu2021_training import (OBJECTIVES, PRETRAIN_ETA, TRAIN_LIMITS, _model_name, _pretrain_settings_of,
-                              _pt_finetune_config, file_name, finetune_run, finetune_settings, finetune_settings_of)
+                              _pt_finetune_config, _stage_dir, check_objectives_and_tasks, file_name, finetune_run,
+                              finetune_settings, finetune_settings_of)
 from .registry import Point, Recipe, RunContext, register
 
 #: the CPU curve's first token stage: the reference of the "x 100" (sequences = steps x batch)
@@ -65,10 +64,6 @@ def _settings_of(r: dict) -> dict:
     return _pretrain_settings_of(r) if r["kind"] == "dchi_pretrain" else {"finetune": finetune_settings_of(r)}
 
 
-def _stage_dir(ctx: RunContext, stage: str) -> Path:
-    return ctx.out / ".pretrain" / stage
-
-
 def _run_stage(o: dict, ctx: RunContext, objective: str) -> dict:
     """The stage's pretraining into its hidden folder; a stage finished with these settings is read back."""
     from ..training.mlm import Pretrainer
@@ -98,11 +93,6 @@ def _run(o: dict, point: Point, ctx: RunContext) -> dict:
                         tag=f"pt-{stage}", ctx=ctx)
 
 
-def _check(o: dict) -> None:
-    require(set(o["objectives"]) <= set(OBJECTIVES), f"--objectives are {', '.join(OBJECTIVES)}")
-    require(set(o["tasks"]) <= set(TRAIN_LIMITS), f"--tasks are {', '.join(TRAIN_LIMITS)} (MRPC stands in for QQP)")
-
-
 register(Recipe(
     "qu2021-table6-gpu", PAPER, "table6-gpu",
     "Qu et al. Table 6 at an accelerator's scale: vanilla, probability and denoising MLM pretraining on M_rep "
@@ -110,4 +100,4 @@ register(Recipe(
     "and the starting one fine-tuned as in Table 4 on SST-2 on the same device, seeds 0-2",
     {"tasks": ("sst2",), "objectives": OBJECTIVES, "steps": 12500, "batch_size": 128, "model": None,
      "seeds": (0, 1, 2)},
-    _points, _run, _settings_of, check=_check))
+    _points, _run, _settings_of, check=check_objectives_and_tasks))

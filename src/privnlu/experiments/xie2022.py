@@ -194,14 +194,10 @@ def _noise_run(o: dict, point: Point, ctx: RunContext) -> dict:
     point's attacker; the record is :func:`~privnlu.attacks.reconstruction_sweep.reconstruction_record`'s."""
     import time
 
-    import torch
-
-    from ..attacks.audit import parse_condition, reconstruction_audit
+    from ..attacks.audit import parse_condition
     from ..attacks.reconstruction import ReconstructionConfig
-    from ..attacks.reconstruction_sweep import DISTRACTORS, reconstruction_record, select_examples
-    from ..attacks.threat import Corpus
+    from ..attacks.reconstruction_sweep import reconstruction_record, reconstruction_sweep
     from ..mechanisms.dp import DPSettings
-    from ..rng import SecretGenerator
     from .xie2021 import _prepared
 
     s = point.settings
@@ -209,19 +205,10 @@ def _noise_run(o: dict, point: Point, ctx: RunContext) -> dict:
     prep = _prepared(s["task"], s["train_limit"], ctx.data_dir, ctx.cache_dir)
     config = ReconstructionConfig(**{**s["config"], "mlp_hidden": tuple(s["config"]["mlp_hidden"])})
     cond = parse_condition(s["conditions"][0].removeprefix("m").replace("-k", ":"))
-    cal = DPSettings(**s["dp"]).calibrate(dim=prep.train_x.shape[1], k=cond.k, epochs=s["epochs"], noise=s["noise"])
-    priv, aux, dis = select_examples(prep, s["queries"], s["aux_size"], s["seed"], DISTRACTORS)  # as reconstruction_sweep
-    labels = torch.tensor(prep.train.labels)
-    r = reconstruction_audit(prep.train_x[priv], labels[priv], cond, SecretGenerator(s["seed"], warn=False),
-                             epochs=s["epochs"], auxiliary=Corpus([prep.train.texts_a[i] for i in aux.tolist()],
-                                                                  prep.train_x[aux], labels[aux]),
-                             candidates=Corpus(prep.train.texts_a, prep.train_x),
-                             private_texts=[prep.train.texts_a[i] for i in priv.tolist()], config=config,
-                             methods=tuple(s["methods"]), mechanism=cal.mechanism,
-                             num_labels=len(prep.task.label_names), distractors_x=prep.train_x[dis] if len(dis) else None,
-                             noise=s["noise"], progress=False)
-    r["dp_calibration"] = cal.to_json()
-    rec = reconstruction_record(prep, {cond.name: r}, queries=s["queries"], epochs=s["epochs"], aux_size=s["aux_size"],
+    results = reconstruction_sweep(prep, [cond], queries=s["queries"], epochs=s["epochs"], aux_size=s["aux_size"],
+                                   methods=tuple(s["methods"]), config=config, dp=DPSettings(**s["dp"]),
+                                   noise=s["noise"], seed=s["seed"], progress=False)
+    rec = reconstruction_record(prep, results, queries=s["queries"], epochs=s["epochs"], aux_size=s["aux_size"],
                                 config=config, seed=s["seed"], t0=t0, recipe="xie2022-figure2-noise-aware")
     return {**rec, "train_limit": s["train_limit"], "cpu_seconds": round(time.process_time() - c0, 1)}
 
