@@ -123,3 +123,18 @@ def test_committed_gpu_records_are_the_recipes_points():
         assert registry.normal(recipe.settings_of(rec)) == registry.normal(points[f.stem].settings), f.stem
         if rec["kind"] == "dchi_pretrain":
             assert rec["device"].startswith("cuda") and rec["bf16"]
+
+
+def test_the_gpu_script_is_valid_shell_and_runs_the_committed_command():
+    """The device script parses, and the recipe command it runs takes the --model of the committed reproduce.sh
+    (the float16 folder it unpacks), so its records are the folder's points."""
+    import shlex
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    script = root / "scripts" / "gpu" / "qu2021_table6.sh"
+    assert subprocess.run(["sh", "-n", str(script)], capture_output=True).returncode == 0
+    line = (root / "results" / "qu2021" / "table6-gpu" / "reproduce.sh").read_text().splitlines()[1]
+    model = shlex.split(line)[shlex.split(line).index("--model") + 1]
+    text = script.read_text()
+    assert f"MODEL={model}\n" in text and 'reproduce qu2021-table6-gpu --device "$DEVICE" --model "$MODEL"' in text
