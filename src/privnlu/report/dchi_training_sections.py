@@ -65,7 +65,8 @@ def _finetune_md(records: list[dict]) -> str | None:
         return None
     return ("Dev accuracy (%) of every run, one row per setting, seeds in increasing order (seed 0 first); a task "
             "scored by another metric (MRPC: F1) has that score in its records too. A 'tag' names the pretrained "
-            "encoder a run starts from (blank: the packaged MiniLM).\n\n"
+            "encoder a run starts from (blank: the starting encoder, the packaged MiniLM unless the run's settings "
+            "name another).\n\n"
             + md_table(FT_MD_HEADERS, _compact_rows(recs)))
 
 
@@ -138,7 +139,8 @@ PT_NOTE = ("Masked-token accuracy (predicting the original token) on held-out co
            "the clean warm-up of the head, or for the loaded head (--init-head) when the run skips the warm-up. A "
            "run that starts from another run's encoder continues it: its adaptation steps add to that run's. "
            "'loss first' / 'loss last': the mean adaptation loss over the first and the last checkpoint interval. "
-           "Each pretrained encoder is fine-tuned under the tag pt-<objective>-<steps in all>.")
+           "Each pretrained encoder is fine-tuned under the tag pt-<objective>-<steps in all>, with -b<batch> before the "
+           "steps for a batch other than 16.")
 
 
 def _pretrain_md(records: list[dict]) -> str | None:
