@@ -146,3 +146,28 @@ def test_a_selection_without_the_stages_it_reads_still_runs(tmp_path, monkeypatc
     FakePretrainer.built = []
     qt._run_stage(opts, RunContext(out=tmp_path, scratch=tmp_path / ".x.part"), "text-vanilla-1000")
     assert [b[0] for b in FakePretrainer.built] == ["vanilla-1000", "text-vanilla-1000"]
+
+
+def test_the_gpu_recipe_builds_a_missing_stage_then_fine_tunes_its_encoder(tmp_path, monkeypatch):
+    """qu2021-table6-gpu shares the curve's stage and run helpers: a run whose stage is not here builds it first,
+    fine-tunes the stage's encoder under its tag, and a finished stage is read back rather than rerun."""
+    from privnlu.experiments import qu2021_gpu as qg
+    from privnlu.training import mlm
+
+    monkeypatch.setattr(mlm, "Pretrainer", FakePretrainer)
+    runs: list[tuple[str | None, str]] = []
+    monkeypatch.setattr(qt, "finetune_run", lambda task, c, *, model, train_limit, tag, ctx: runs.append((model, tag))
+                        or {"tag": tag})
+    recipe = registry.get("qu2021-table6-gpu")
+    o = {**recipe.defaults, "objectives": ("vanilla",), "steps": 200, "batch_size": 8, "seeds": (0,)}
+    points = {p.name: p for p in recipe.points(o)}
+    ctx = RunContext(out=tmp_path, scratch=tmp_path / ".x.part")
+    FakePretrainer.built = []
+    recipe.run(o, points["finetune_sst2_pt-vanilla-b8-200_transformer_token_eta100_s0"], ctx)
+    assert [b[0] for b in FakePretrainer.built] == ["vanilla-b8-200"]
+    assert runs == [(str(tmp_path / ".pretrain" / "vanilla-b8-200" / "encoder"), "pt-vanilla-b8-200")]
+    assert recipe.run(o, points["pretrain_vanilla-b8-200"], ctx)["steps"] == 200
+    assert [b[0] for b in FakePretrainer.built] == ["vanilla-b8-200"]  # finished with these settings: read back
+    recipe.run(o, points["finetune_sst2_transformer_token_eta100_s0"], ctx)
+    assert runs[-1] == (None, "")  # the starting encoder
+    assert qg.stage_name("vanilla", o) == "vanilla-b8-200"

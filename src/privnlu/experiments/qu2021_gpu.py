@@ -14,13 +14,12 @@ task's data, the wheels the GPU image lacks) that ``scripts/gpu/bundle.py`` writ
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 
 from .qu2021 import PAPER
 from .qu2021_training import (OBJECTIVES, PRETRAIN_ETA, TRAIN_LIMITS, _model_name, _pretrain_settings_of,
-                              _pt_finetune_config, _stage_dir, check_objectives_and_tasks, file_name, finetune_run,
-                              finetune_settings, finetune_settings_of)
+                              _pt_finetune_config, _stage_dir, check_objectives_and_tasks, file_name, finetune_point,
+                              finetune_settings, finetune_settings_of, run_or_read_stage)
 from .registry import Point, Recipe, RunContext, register
 
 #: the CPU curve's first token stage: the reference of the "x 100" (sequences = steps x batch)
@@ -66,31 +65,18 @@ def _settings_of(r: dict) -> dict:
 
 def _run_stage(o: dict, ctx: RunContext, objective: str) -> dict:
     """The stage's pretraining into its hidden folder; a stage finished with these settings is read back."""
-    from ..training.mlm import Pretrainer
-
-    folder = _stage_dir(ctx, stage_name(objective, o))
-    done = folder / "pretrain.json"
-    if done.exists() and _pretrain_settings_of(rec := json.loads(done.read_text())) == _stage_settings(objective, o):
-        return rec
-    log = (lambda m: __import__("sys").stderr.write(m + "\n")) if ctx.progress else (lambda m: None)
-    return Pretrainer(_config(objective, o), folder, model=o["model"], log=log, device=ctx.device).run(resume=True)
+    return run_or_read_stage(_stage_dir(ctx, stage_name(objective, o)), _config(objective, o),
+                             _stage_settings(objective, o), ctx, model=o["model"])
 
 
 def _run(o: dict, point: Point, ctx: RunContext) -> dict:
-    from ..training import private_finetune as pf
-
     stages = {stage_name(obj, o): obj for obj in o["objectives"]}
     if point.name.startswith("pretrain_"):
         return _run_stage(o, ctx, stages[point.name.removeprefix("pretrain_")])
     s = point.settings["finetune"]
-    c = pf.FinetuneConfig(**{k: s[k] for k in asdict(pf.FinetuneConfig(mode="null"))})
     stage = next((n for n in stages if point.name.startswith(f"finetune_{s['task']}_pt-{n}_")), None)
-    if stage is None:  # the starting encoder
-        return finetune_run(s["task"], c, model=o["model"], train_limit=s["train_limit"], tag="", ctx=ctx)
-    if not (_stage_dir(ctx, stage) / "pretrain.json").exists():
-        _run_stage(o, ctx, stages[stage])
-    return finetune_run(s["task"], c, model=str(_stage_dir(ctx, stage) / "encoder"), train_limit=s["train_limit"],
-                        tag=f"pt-{stage}", ctx=ctx)
+    return finetune_point(s, ctx, stage=stage, start_model=o["model"],
+                          build_stage=lambda: _run_stage(o, ctx, stages[stage]))
 
 
 register(Recipe(

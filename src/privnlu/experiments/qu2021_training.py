@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -260,46 +261,61 @@ def _pt_settings_of(r: dict) -> dict:
     return _pretrain_settings_of(r) if r["kind"] == "dchi_pretrain" else {"finetune": finetune_settings_of(r)}
 
 
-def _run_stage(o: dict, ctx: RunContext, name: str) -> dict:
-    """Pretraining stage ``name`` into its hidden folder, after the stages it continues. A stage it reads whose
-    record is here but whose models are not (they are not committed) is rerun from its settings first: seeded, so
-    the same run. A lock keeps two workers from building one stage at once; a stage finished with these settings
-    is not run again."""
+def run_or_read_stage(folder: Path, config, settings: dict, ctx: RunContext, *, model: str | Path | None,
+                      init_head: Path | None = None) -> dict:
+    """Pretrain ``config`` into ``folder`` (resuming its checkpoints), or read back its record when a run with
+    these ``settings`` finished there. A lock keeps two workers from building one stage at once."""
     import fcntl
 
     from ..training.mlm import Pretrainer
 
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = folder / "pretrain.json"
+        if done.exists() and _pretrain_settings_of(rec := json.loads(done.read_text())) == settings:
+            return rec  # finished while this worker waited for the lock, or by an earlier run: nothing to redo
+        log = (lambda m: __import__("sys").stderr.write(m + "\n")) if ctx.progress else (lambda m: None)
+        return Pretrainer(config, folder, model=model, init_head=init_head, log=log,
+                          device=ctx.device).run(resume=True)
+
+
+def finetune_point(settings: dict, ctx: RunContext, *, stage: str | None, start_model: str | None,
+                   build_stage: Callable[[], dict]) -> dict:
+    """One fine-tuning run of ``settings``: of ``start_model`` when ``stage`` is None, else of the stage's encoder,
+    built first by ``build_stage`` when its record is not here."""
+    from ..training import private_finetune as pf
+
+    c = pf.FinetuneConfig(**{k: settings[k] for k in asdict(pf.FinetuneConfig(mode="null"))})
+    task, limit = settings["task"], settings["train_limit"]
+    if stage is None:
+        return finetune_run(task, c, model=start_model, train_limit=limit, tag="", ctx=ctx)
+    if not (_stage_dir(ctx, stage) / "pretrain.json").exists():
+        build_stage()
+    return finetune_run(task, c, model=str(_stage_dir(ctx, stage) / "encoder"), train_limit=limit,
+                        tag=f"pt-{stage}", ctx=ctx)
+
+
+def _run_stage(o: dict, ctx: RunContext, name: str) -> dict:
+    """Pretraining stage ``name`` into its hidden folder, after the stages it continues. A stage it reads whose
+    record is here but whose models are not (they are not committed) is rerun from its settings first: seeded, so
+    the same run."""
     st = stages(o["objectives"], tuple(CURVES), None)[name]  # also a stage the selection reads but does not hold
     for before in st.reads:
         if not (_stage_dir(ctx, before) / "pretrain.json").exists():
             _run_stage(o, ctx, before)
-    _stage_dir(ctx, name).mkdir(parents=True, exist_ok=True)
-    with open(_stage_dir(ctx, name) / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        done = _stage_dir(ctx, name) / "pretrain.json"
-        if done.exists() and _pretrain_settings_of(rec := json.loads(done.read_text())) == _stage_settings(st):
-            return rec  # finished while this worker waited for the lock, or by an earlier run: nothing to redo
-        model_dir = None if st.model is None else _stage_dir(ctx, st.model) / "encoder"
-        head_file = None if st.head is None else _stage_dir(ctx, st.head[0]) / st.head[1]
-        log = (lambda m: __import__("sys").stderr.write(m + "\n")) if ctx.progress else (lambda m: None)
-        return Pretrainer(_stage_config(st), _stage_dir(ctx, name), model=model_dir, init_head=head_file, log=log,
-                          device=ctx.device).run(resume=True)
+    model_dir = None if st.model is None else _stage_dir(ctx, st.model) / "encoder"
+    head_file = None if st.head is None else _stage_dir(ctx, st.head[0]) / st.head[1]
+    return run_or_read_stage(_stage_dir(ctx, name), _stage_config(st), _stage_settings(st), ctx, model=model_dir,
+                             init_head=head_file)
 
 
 def _pt_run(o: dict, point: Point, ctx: RunContext) -> dict:
-    from ..training import private_finetune as pf
-
     if point.name.startswith("pretrain_"):
         return _run_stage(o, ctx, point.name.removeprefix("pretrain_"))
     s = point.settings["finetune"]
-    stage = s["model"]
-    c = pf.FinetuneConfig(**{k: s[k] for k in asdict(pf.FinetuneConfig(mode="null"))})
-    if stage is None:  # the original encoder
-        return finetune_run(s["task"], c, model=None, train_limit=s["train_limit"], tag="", ctx=ctx)
-    if not (_stage_dir(ctx, stage) / "pretrain.json").exists():
-        _run_stage(o, ctx, stage)
-    return finetune_run(s["task"], c, model=str(_stage_dir(ctx, stage) / "encoder"), train_limit=s["train_limit"],
-                        tag=f"pt-{stage}", ctx=ctx)
+    return finetune_point(s, ctx, stage=s["model"], start_model=None,
+                          build_stage=lambda: _run_stage(o, ctx, s["model"]))
 
 
 def check_objectives_and_tasks(o: dict) -> None:
