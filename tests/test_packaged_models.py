@@ -180,6 +180,8 @@ def test_table5_recipe_folders():
     assert opts["model"] == "all-mpnet-base-v2" and opts["mode"] == "joint" and opts["task"] == "sst2"
     assert recipe.folder(opts) == Path("results/huang2020/table5-mpnet")
     assert recipe.folder(registry.options(recipe, {"model": "all-MiniLM-L6-v2"})) == Path("results/huang2020/table5-minilm")
+    frozen = registry.options(recipe, {"mode": "frozen"})  # not the paper's setting: a folder of its own
+    assert recipe.folder(frozen) == Path("results/huang2020/table5-mpnet-frozen")
     names = [p.name for p in recipe.points(opts)]
     assert names == ["sst2-baseline-joint", "sst2-texthide-intra-m256-k4-joint", "sst2-texthide-inter-m256-k4-joint"]
 
@@ -205,9 +207,9 @@ def test_choices_list_every_packaged_name():
     assert set(PACKAGED_MODEL_NAMES) == {DEFAULT_MODEL_NAME, *PACKAGED_MODELS}
 
 
-def _t5_record(variant: str, score: float, enc: str, dim: int) -> dict:
+def _t5_record(variant: str, score: float, enc: str, dim: int, mode: str = "joint") -> dict:
     return {"kind": "train", "group": "table5", "task": "sst2", "variant": variant, "label": f"sst2-{variant}",
-            "mode": "joint", "metric": "accuracy", "score": score, "n_train": 480, "n_eval": {"dev": 500, "holdout": 48}, "steps": 14,
+            "mode": mode, "metric": "accuracy", "score": score, "n_train": 480, "n_eval": {"dev": 500, "holdout": 48}, "steps": 14,
             "seconds": 600.0, "m": 256, "k": 4, "inter": variant == "texthide-inter",
             "majority": {"score": 50.8}, "budget": {"epochs": 1, "batch_size": 32, "encoder_lrs": [3e-5], "head_lr": 1e-3},
             "encoder": {"model": enc, "hidden_size": dim, "layers": 12, "pooling": "mean"},
@@ -236,6 +238,17 @@ def test_table5_report_sets_the_roberta_row_beside_ours():
     assert table1_rows(recs)[0] == []  # Table 5 runs never enter Table 1 (its paper numbers are BERT-base's)
     text = table5_md(recs)
     assert "RoBERTa-base" in text and "first 480 training examples" in text and "the first 500 dev sentences" in text
+    assert "(frozen)" not in text and "encoder lr 3e-05" in text
+    assert rows[0][20] == "one each"
+    frozen = [_t5_record(v, x, enc, 768, mode="frozen") for v, x in
+              (("baseline", 84.0), ("baseline", 86.0), ("texthide-intra", 80.0), ("texthide-inter", 79.0))]
+    both = table5_rows(frozen + recs)  # one encoder in two modes: two rows, the paper's joint setting first
+    assert [r[0] for r in both] == ["all-mpnet-base-v2", "all-mpnet-base-v2 (frozen)"]
+    assert both[0][15:19] == ["+0.60", "+1.50", "+1.30", "+10.00"]
+    # repeats of a cell: their mean is ours, each run is listed
+    assert both[1][7] == "85.00" and both[1][16] == "+5.00" and both[1][20] == "84.00, 86.00 / 80.00 / 79.00"
+    text = table5_md(frozen + recs)
+    assert "marked (frozen) is not the paper's setting" in text and "encoder frozen" in text
 
 
 def test_table5_recipe_runs_joint_cells_into_its_own_section(tmp_path, tiny_model):

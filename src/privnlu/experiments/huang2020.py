@@ -310,6 +310,11 @@ def model_tag(model: str | None) -> str:
     return MODEL_TAGS.get(model) or safe_filename(Path(str(model)).name)
 
 
+def table5_variant(o: dict) -> str:
+    """The folder suffix: the encoder's tag, and the mode where it is not the paper's joint fine-tuning."""
+    return model_tag(o["model"]) + ("" if o["mode"] == "joint" else f"-{o['mode']}")
+
+
 def _table5_specs(o: dict) -> list[RunSpec]:
     return _table1_specs({**o, "tasks": (o["task"],)})
 
@@ -320,11 +325,12 @@ _table5_check = _variants_check("huang2020-table5")
 _training_recipe(
     "huang2020-table5", "table5",
     "TextHide Table 5: Table 1's baseline vs intra vs inter on SST-2 with a second encoder family (the paper: "
-    "RoBERTa-base; here the packaged all-mpnet-base-v2, 12 layers, d = 768), fine-tuned jointly; one folder per "
-    "--model (table5-mpnet, table5-minilm)",
+    "RoBERTa-base; here the packaged all-mpnet-base-v2, 12 layers, d = 768), fine-tuned jointly (the paper's "
+    "setting) or, with --mode frozen, on cached representations; one folder per --model and mode (table5-mpnet, "
+    "table5-minilm, table5-mpnet-frozen)",
     {"task": "sst2", "variants": VARIANTS, "mode": "joint", **{**BUDGET, "scale": "quick"},
      "public": (DEFAULT_PUBLIC,), "model": TABLE5_MODEL, "seed": None, "repeats": (1, 1)},
-    _table5_specs, "table5", _table5_check, variant=lambda o: model_tag(o["model"]))
+    _table5_specs, "table5", _table5_check, variant=table5_variant)
 
 
 # -- Figure 2 --------------------------------------------------------------------------------------------------------

@@ -405,18 +405,34 @@ def texthide_table6(records: list[dict], ctx: Context) -> Markup | None:
 
 TABLE5_HEAD = ["encoder", "task", "metric", "train examples", "epochs", "steps b / intra / inter",
                "baseline: paper", "ours", "diff", "intra: paper", "ours", "diff", "inter: paper", "ours", "diff",
-               "intra cost: paper", "ours", "inter cost: paper", "ours", "majority class"]
+               "intra cost: paper", "ours", "inter cost: paper", "ours", "majority class", "each run: b / intra / inter"]
 
 
-def _table5_runs(records: list[dict]) -> dict[tuple[str, str], dict[str, dict]]:
-    """(encoder, task) -> variant -> record of the Table 5 recipe (the last file wins)."""
-    by: dict[tuple[str, str], dict[str, dict]] = defaultdict(dict)
+def _table5_runs(records: list[dict]) -> dict[tuple[str, str], dict[str, list[dict]]]:
+    """(encoder, task) -> variant -> the Table 5 recipe's runs of that cell (one per repeat). The encoder is named
+    with its mode where that is not the paper's joint fine-tuning, e.g. ``all-mpnet-base-v2 (frozen)``."""
+    by: dict[tuple[str, str], dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for r in _train(records, groups={"table5"}):
-        by[(encoder_name(r.get("encoder") or {}), r["task"])][r["variant"]] = r
-    def width(v: dict[str, dict]) -> int:
-        return -int(((v.get("baseline") or next(iter(v.values()))).get("encoder") or {}).get("hidden_size") or 0)
+        mode = r.get("mode", "joint")
+        enc = encoder_name(r.get("encoder") or {}) + ("" if mode == "joint" else f" ({mode})")
+        by[(enc, r["task"])][r["variant"]].append(r)
 
-    return dict(sorted(by.items(), key=lambda kv: (kv[0][1], width(kv[1]), kv[0][0])))  # the widest encoder first
+    def order(v: dict[str, list[dict]]) -> tuple[bool, int]:  # joint (the paper's setting) first, then the widest
+        r = _first(v)
+        return r.get("mode", "joint") != "joint", -int((r.get("encoder") or {}).get("hidden_size") or 0)
+
+    return {k: dict(v) for k, v in sorted(by.items(), key=lambda kv: (kv[0][1], *order(kv[1]), kv[0][0]))}
+
+
+def _first(v: dict[str, list[dict]]) -> dict:
+    """The cell's reference run: the baseline's first, else any variant's."""
+    return (v.get("baseline") or next(iter(v.values())))[0]
+
+
+def _mean_metric(runs: list[dict] | None, key: str) -> float | None:
+    """The mean of one metric over a cell's runs (None when a run lacks it)."""
+    values = [metric_value(r, key) for r in runs or []]
+    return sum(values) / len(values) if values and None not in values else None
 
 
 def _cost(base: float | None, var: float | None, majority: float | None = None) -> str:
@@ -430,17 +446,18 @@ def _cost(base: float | None, var: float | None, majority: float | None = None) 
 
 
 def table5_rows(records: list[dict]) -> list[list[object]]:
-    """Rows of Table 5 (one per encoder, task and metric): the paper's RoBERTa-base cell, ours and the difference
-    per variant, and the TextHide cost (baseline minus the variant, points) in the paper and in ours."""
+    """Rows of Table 5 (one per encoder, task and metric): the paper's RoBERTa-base cell, ours (the mean of a cell's
+    runs) and the difference per variant, the TextHide cost (baseline minus the variant, points) in the paper and
+    in ours, and each run's score."""
     rows = []
     for (enc, task), v in _table5_runs(records).items():
-        any_run = v.get("baseline") or next(iter(v.values()))
+        any_run = _first(v)
         keys = [PRIMARY_KEY[any_run["metric"]]] + ([SECONDARY[any_run["metric"]]] if any_run["metric"] in SECONDARY else [])
         for key in keys:
-            ours = {var: metric_value(v.get(var), key) for var in VARIANTS}
+            ours = {var: _mean_metric(v.get(var), key) for var in VARIANTS}
             theirs = {var: paper.table5(task, var, key) for var in VARIANTS}
             cells: list[object] = [enc, task, key, any_run["n_train"], (any_run.get("budget") or {}).get("epochs", "-"),
-                                   " / ".join(_steps(v.get(var)) for var in VARIANTS)]
+                                   " / ".join(_steps((v.get(var) or [None])[0]) for var in VARIANTS)]
             for var in VARIANTS:
                 cells += compare_cells(ours[var], theirs[var], digits=2)
             pv = {var: (theirs[var].value if theirs[var] else None) for var in VARIANTS}
@@ -448,6 +465,9 @@ def table5_rows(records: list[dict]) -> list[list[object]]:
             for var in VARIANTS[1:]:
                 cells += [_cost(pv["baseline"], pv[var]), _cost(ours["baseline"], ours[var], maj)]
             cells.append(f"{maj:.2f}" if maj is not None else "-")
+            each = [", ".join(f"{x:.2f}" for r in v.get(var) or [] if (x := metric_value(r, key)) is not None) or "-"
+                    for var in VARIANTS]
+            cells.append(" / ".join(each) if any(len(v.get(var) or []) > 1 for var in VARIANTS) else "one each")
             rows.append(cells)
     return rows
 
@@ -457,16 +477,18 @@ def _table5_budget(records: list[dict]) -> str:
     the binomial standard error of the baseline's accuracy, ``sqrt(p (1 - p) / n_dev)``, to read a cost against."""
     out = []
     for (enc, task), v in _table5_runs(records).items():
-        r = v.get("baseline") or next(iter(v.values()))
+        r = _first(v)
         b = r.get("budget") or {}
         lrs = ", ".join(f"{x:g}" for x in b.get("encoder_lrs") or []) or "-"
-        secs = sum(x.get("seconds") or 0 for x in v.values())
+        encoder = f"encoder lr {lrs}" if r.get("mode", "joint") == "joint" else "encoder frozen"
+        runs = [x for cell in v.values() for x in cell]
+        secs = sum(x.get("seconds") or 0 for x in runs)
         n_eval = r.get("n_eval")
         n_dev = n_eval.get("dev") if isinstance(n_eval, dict) else n_eval
         text = (f"{enc} on {task}: the first {r['n_train']} training examples (10% held out to choose the epoch), "
-                f"{plural(b.get('epochs') or 0, 'epoch')}, batch {b.get('batch_size', '?')}, encoder lr {lrs}, head lr "
+                f"{plural(b.get('epochs') or 0, 'epoch')}, batch {b.get('batch_size', '?')}, {encoder}, head lr "
                 f"{b.get('head_lr') or 0:g}, the first {n_dev or '?'} dev sentences, {secs / 60:.0f} minutes on 2 "
-                f"shared CPU cores for the {plural(len(v), 'run')}")
+                f"shared CPU cores for the {plural(len(runs), 'run')}")
         if r.get("metric") == "accuracy" and n_dev and "baseline" in v:
             se = 100 * (r["score"] / 100 * (1 - r["score"] / 100) / n_dev) ** 0.5
             text += (f"; binomial standard error of the baseline's accuracy on these sentences {se:.1f} points, of a "
@@ -483,21 +505,31 @@ TABLE5_PAPER = ("Paper (Table 5, Appendix B.2): RoBERTa-base (12 layers, d = 768
                 "(m, k) = (256, 4). Our second family is all-mpnet-base-v2 (12 layers, d = 768, MPNet pretraining "
                 "then sentence-embedding training), not RoBERTa-base: the paper column is the paper's RoBERTa row, "
                 "set beside ours for the shape of the result (the cost of intra and inter), not as the same model.")
+TABLE5_FROZEN = ("A row marked (frozen) is not the paper's setting: the encoder stays fixed and only the head trains, on "
+                 "Table 1's frozen budget. Its paper columns are still the fine-tuned RoBERTa-base row, for reference "
+                 "(as in Table 1's frozen table); what it reads is the cost of intra and inter for each family where "
+                 "a CPU can resolve it, set against the other family's frozen row.")
+
+
+def _table5_paper_note(records: list[dict]) -> str:
+    frozen = any(_first(v).get("mode", "joint") != "joint" for v in _table5_runs(records).values())
+    return TABLE5_PAPER + (" " + TABLE5_FROZEN if frozen else "")
 
 
 def table5_md(records: list[dict]) -> str | None:
     rows = table5_rows(records)
     if not rows:
         return None
-    runs = [r for v in _table5_runs(records).values() for r in v.values()]
+    runs = [r for v in _table5_runs(records).values() for cell in v.values() for r in cell]
     return (f"{md_table(TABLE5_HEAD, rows)}\n\n{TABLE5_NOTE}\n\n{_settings_line(runs)}\n\n{_table5_budget(records)}"
-            f"\n\n{TABLE5_PAPER}")
+            f"\n\n{_table5_paper_note(records)}")
 
 
 @section("texthide_table5", "TextHide with a second encoder family (paper Table 5)", order=12, markdown=table5_md)
 def texthide_table5(records: list[dict], ctx: Context) -> Markup | None:
     rows = table5_rows(records)
-    return (join(table(TABLE5_HEAD, rows), para(TABLE5_NOTE), para(_table5_budget(records)), para(TABLE5_PAPER))
+    return (join(table(TABLE5_HEAD, rows), para(TABLE5_NOTE), para(_table5_budget(records)),
+                 para(_table5_paper_note(records)))
             if rows else None)
 
 
