@@ -506,7 +506,8 @@ TABLE5_PAPER = ("Paper (Table 5, Appendix B.2): RoBERTa-base (12 layers, d = 768
                 "then sentence-embedding training), not RoBERTa-base: the paper column is the paper's RoBERTa row, "
                 "set beside ours for the shape of the result (the cost of intra and inter), not as the same model.")
 TABLE5_FROZEN = ("A row marked (frozen) is not the paper's setting: the encoder stays fixed and only the head trains, on "
-                 "Table 1's frozen budget. Its paper columns are still the fine-tuned RoBERTa-base row, for reference "
+                 "Table 1's frozen budget (its minutes count the head's training; the encoder's pass over the data "
+                 "runs once and is cached). Its paper columns are still the fine-tuned RoBERTa-base row, for reference "
                  "(as in Table 1's frozen table); what it reads is the cost of intra and inter for each family where "
                  "a CPU can resolve it, set against the other family's frozen row.")
 
