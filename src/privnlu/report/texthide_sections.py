@@ -413,15 +413,19 @@ def _table5_runs(records: list[dict]) -> dict[tuple[str, str], dict[str, list[di
     with its mode where that is not the paper's joint fine-tuning, e.g. ``all-mpnet-base-v2 (frozen)``."""
     by: dict[tuple[str, str], dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for r in _train(records, groups={"table5"}):
-        mode = r.get("mode", "joint")
-        enc = encoder_name(r.get("encoder") or {}) + ("" if mode == "joint" else f" ({mode})")
-        by[(enc, r["task"])][r["variant"]].append(r)
+        by[(encoder_name(r.get("encoder") or {}) + _mode_mark(r), r["task"])][r["variant"]].append(r)
 
     def order(v: dict[str, list[dict]]) -> tuple[bool, int]:  # joint (the paper's setting) first, then the widest
         r = _first(v)
-        return r.get("mode", "joint") != "joint", -int((r.get("encoder") or {}).get("hidden_size") or 0)
+        return bool(_mode_mark(r)), -int((r.get("encoder") or {}).get("hidden_size") or 0)
 
     return {k: dict(v) for k, v in sorted(by.items(), key=lambda kv: (kv[0][1], *order(kv[1]), kv[0][0]))}
+
+
+def _mode_mark(r: dict) -> str:
+    """``" (frozen)"`` for a run outside the paper's joint fine-tuning, ``""`` for a joint one."""
+    mode = r.get("mode", "joint")
+    return "" if mode == "joint" else f" ({mode})"
 
 
 def _first(v: dict[str, list[dict]]) -> dict:
@@ -480,7 +484,7 @@ def _table5_budget(records: list[dict]) -> str:
         r = _first(v)
         b = r.get("budget") or {}
         lrs = ", ".join(f"{x:g}" for x in b.get("encoder_lrs") or []) or "-"
-        encoder = f"encoder lr {lrs}" if r.get("mode", "joint") == "joint" else "encoder frozen"
+        encoder = "encoder frozen" if _mode_mark(r) else f"encoder lr {lrs}"
         runs = [x for cell in v.values() for x in cell]
         secs = sum(x.get("seconds") or 0 for x in runs)
         n_eval = r.get("n_eval")
@@ -513,7 +517,7 @@ TABLE5_FROZEN = ("A row marked (frozen) is not the paper's setting: the encoder 
 
 
 def _table5_paper_note(records: list[dict]) -> str:
-    frozen = any(_first(v).get("mode", "joint") != "joint" for v in _table5_runs(records).values())
+    frozen = any(_mode_mark(_first(v)) for v in _table5_runs(records).values())
     return TABLE5_PAPER + (" " + TABLE5_FROZEN if frozen else "")
 
 
