@@ -527,6 +527,16 @@ def test_result_json_records_its_provenance(tmp_path):
     assert "provenance" not in read_json(tmp_path / "other.json")
 
 
+def test_a_copied_checkout_names_the_source_commit_it_is_told(monkeypatch):
+    """A working tree copied to a lent machine may carry an older ``.git``: the commit the copy was made from wins."""
+    from privnlu import io
+
+    monkeypatch.setenv(io.SOURCE_COMMIT_ENV, "0e6e9b9")
+    assert io._git_commit() == "0e6e9b9"
+    monkeypatch.delenv(io.SOURCE_COMMIT_ENV)
+    assert io._git_commit() != "0e6e9b9"
+
+
 # --- mechanism inputs ----------------------------------------------------------------------------------------------
 
 

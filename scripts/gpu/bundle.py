@@ -88,7 +88,16 @@ def main() -> int:
     write_wiki(a.out / "wiki.zip")
     size = sum(f.stat().st_size for f in a.out.rglob("*") if f.is_file())
     print(f"bundle: {a.out} ({size / 2**20:.1f} MiB)")
+    print(f"run on the lent machine: SOURCE_COMMIT={source_commit()} sh scripts/gpu/qu2021_table6.sh")
     return 0
+
+
+def source_commit() -> str:
+    """This checkout's HEAD (``+dirty`` with local changes): what the records made from its copy should name."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
+
+    return git("rev-parse", "HEAD") + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@
 # end, it packs the finished records into $OUT/records.tar (the log goes to $OUT/log.txt), so a run stopped at a
 # time limit still returns what it finished. Extra arguments go to `privnlu reproduce` (default objectives:
 # denoising, vanilla, probability, in that order).
-#   PYTHON (default python3), DEVICE (default cuda), RUN, OUT, CARRY (default .gpu/carry).
+#   PYTHON (default python3), DEVICE (default cuda), RUN, OUT, CARRY (default .gpu/carry), SOURCE_COMMIT (the
+#   commit the working tree was copied from, which bundle.py prints; the records name it, since the copy's .git may
+#   be an older one; "unknown" where not given).
 set -eu
 PY=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
@@ -38,6 +40,7 @@ with lzma.open(model / "model.safetensors.xz") as fin, open(model / "model.safet
 EOF
 fi
 export PYTHONPATH="$PWD/src:$RUN/site" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
+export PRIVNLU_SOURCE_COMMIT="${SOURCE_COMMIT:-unknown (a copied working tree)}"
 
 pack() {
   (cd "$RESULTS" && ls -- *.json >/dev/null 2>&1 && tar -cf "$OUT/records.tar.tmp" -- *.json reproduce.sh \

@@ -178,8 +178,16 @@ def provenance() -> dict:
     return {"privnlu": __version__, "git_commit": _git_commit(), **versions}
 
 
+#: names the source commit where the checkout's own ``.git`` is not the source's (a working tree copied to a lent
+#: machine, whose ``.git`` may be an older copy); ``scripts/gpu/`` sets it
+SOURCE_COMMIT_ENV = "PRIVNLU_SOURCE_COMMIT"
+
+
 def _git_commit() -> str | None:
-    """HEAD of the checkout privnlu runs from (with ``+dirty`` for local changes), or None if not a privnlu checkout."""
+    """HEAD of the checkout privnlu runs from (with ``+dirty`` for local changes), or None if not a privnlu checkout;
+    ``$PRIVNLU_SOURCE_COMMIT`` where set."""
+    if os.environ.get(SOURCE_COMMIT_ENV):
+        return os.environ[SOURCE_COMMIT_ENV]
     root = Path(__file__).resolve().parents[2]  # src/privnlu/io.py -> the checkout
     if not (root / "pyproject.toml").is_file() or not (root / ".git").exists():
         return None

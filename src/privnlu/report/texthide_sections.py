@@ -8,6 +8,7 @@ fine-tuned); the majority-class score is shown where a score could be a constant
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from pathlib import PurePath
 
@@ -419,7 +420,16 @@ def _table5_runs(records: list[dict]) -> dict[tuple[str, str], dict[str, list[di
         r = _first(v)
         return bool(_mode_mark(r)), -int((r.get("encoder") or {}).get("hidden_size") or 0)
 
+    for v in by.values():
+        for runs in v.values():
+            runs.sort(key=_repeat_index)
     return {k: dict(v) for k, v in sorted(by.items(), key=lambda kv: (kv[0][1], *order(kv[1]), kv[0][0]))}
+
+
+def _repeat_index(r: dict) -> int:
+    """A run's repeat number from its file name (``...-r2.json`` is repeat 2, a plain name repeat 1)."""
+    found = re.search(r"-r(\d+)$", PurePath(str(r.get("_source", ""))).stem)
+    return int(found.group(1)) if found else 1
 
 
 def _mode_mark(r: dict) -> str:
