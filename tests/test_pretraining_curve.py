@@ -126,7 +126,7 @@ def test_gains_and_table45_pair_runs_of_one_precision_only():
     # a stage at another batch names it in its tag: steps and batch are read apart
     gpu = [rec("pt-denoising-b128-12500", True, 0.70, s) for s in range(3)]
     keys = [k for k in _pretrain_gains(recs + gpu) if k[3] == "denoising"]
-    assert keys == [("sst2", "token", 100.0, "denoising", 12500, "bfloat16", 128)]
+    assert keys == [("sst2", "token", 100.0, "denoising", 12500, "bfloat16", 128, False)]
     rows = {(r["tag"], r["precision"]): r["mean"] for r in table45(recs)}
     assert rows[("", "bfloat16")] == pytest.approx(0.602) and rows[("", "float32")] == pytest.approx(0.621)
 
@@ -171,3 +171,38 @@ def test_the_gpu_recipe_builds_a_missing_stage_then_fine_tunes_its_encoder(tmp_p
     recipe.run(o, points["finetune_sst2_transformer_token_eta100_s0"], ctx)
     assert runs[-1] == (None, "")  # the starting encoder
     assert qg.stage_name("vanilla", o) == "vanilla-b8-200"
+
+
+def test_a_run_names_its_stage_and_a_rerun_stage_that_differs_from_its_record(tmp_path, monkeypatch):
+    """A fine-tuning run records the masked-token accuracies of the stage it started from; where the stage's record
+    beside the results says otherwise (the stage was rerun after its encoder was lost), the run and the gain table
+    say 'rebuilt stage'."""
+    from privnlu.report.dchi_training_sections import _gain_rows, _pretrain_gains
+    from privnlu.training import mlm
+
+    monkeypatch.setattr(mlm, "Pretrainer", FakePretrainer)
+    monkeypatch.setattr(qt, "finetune_run", lambda task, c, *, model, train_limit, tag, ctx: {"tag": tag})
+    recipe = registry.get("qu2021-table6-gpu")
+    o = {**recipe.defaults, "objectives": ("vanilla",), "steps": 200, "batch_size": 8, "seeds": (0,)}
+    point = {p.name: p for p in recipe.points(o)}["finetune_sst2_pt-vanilla-b8-200_transformer_token_eta100_s0"]
+    ctx = RunContext(out=tmp_path, scratch=tmp_path / ".x.part")
+    FakePretrainer.built = []
+    rec = recipe.run(o, point, ctx)
+    assert rec["stage"] == {"name": "vanilla-b8-200", "evals": None, "rebuilt": False}  # no stage record to differ from
+    stage_file = tmp_path / ".pretrain" / "vanilla-b8-200" / "pretrain.json"
+    stage_file.write_text(json.dumps({**json.loads(stage_file.read_text()), "evals": {"clean_after_adapt": 0.21}}))
+    (tmp_path / "pretrain_vanilla-b8-200.json").write_text(json.dumps({"evals": {"clean_after_adapt": 0.21}}))
+    assert qt.stage_used(ctx, "vanilla-b8-200")["rebuilt"] is False
+    (tmp_path / "pretrain_vanilla-b8-200.json").write_text(json.dumps({"evals": {"clean_after_adapt": 0.20}}))
+    assert recipe.run(o, point, ctx)["stage"] == {"name": "vanilla-b8-200", "evals": {"clean_after_adapt": 0.21},
+                                                   "rebuilt": True}
+
+    def ft(tag: str, acc: float, seed: int, rebuilt: bool | None = None) -> dict:
+        r = {"kind": "dchi_finetune", "task": "mrpc", "encoder": "transformer", "mode": "text", "eta": 100.0,
+             "seed": seed, "tag": tag, "bf16_used": False, "score": 100 * acc, "metrics": {"accuracy": acc}}
+        return r if rebuilt is None else {**r, "stage": {"name": tag[3:], "rebuilt": rebuilt}}
+
+    recs = [ft("", 0.70, s) for s in range(2)] + [ft("pt-text-denoising-1000", 0.72, s, True) for s in range(2)]
+    recs += [ft("pt-text-vanilla-1000", 0.71, s, False) for s in range(2)]
+    steps = {r[3]: r[4] for r in _gain_rows(_pretrain_gains(recs))}
+    assert steps == {"text-denoising": "1000 (rebuilt stage)", "text-vanilla": 1000}

@@ -292,14 +292,25 @@ def finetune_point(settings: dict, ctx: RunContext, *, stage: str | None, start_
         return finetune_run(task, c, model=start_model, train_limit=limit, tag="", ctx=ctx)
     if not (_stage_dir(ctx, stage) / "pretrain.json").exists():
         build_stage()
-    return finetune_run(task, c, model=str(_stage_dir(ctx, stage) / "encoder"), train_limit=limit,
-                        tag=f"pt-{stage}", ctx=ctx)
+    rec = finetune_run(task, c, model=str(_stage_dir(ctx, stage) / "encoder"), train_limit=limit,
+                       tag=f"pt-{stage}", ctx=ctx)
+    return {**rec, "stage": stage_used(ctx, stage)}
+
+
+def stage_used(ctx: RunContext, stage: str) -> dict:
+    """What a fine-tuning run started from: the stage's masked-token accuracies as its folder records them, and
+    ``rebuilt`` where they differ from the stage record beside the results (the stage was rerun from its settings
+    and seed after its encoder was lost, and a rerun on another privnlu version or CPU is not bitwise the same)."""
+    used = json.loads((_stage_dir(ctx, stage) / "pretrain.json").read_text())
+    committed = ctx.out / f"pretrain_{stage}.json"
+    rebuilt = committed.exists() and json.loads(committed.read_text()).get("evals") != used.get("evals")
+    return {"name": stage, "evals": used.get("evals"), "rebuilt": bool(rebuilt)}
 
 
 def _run_stage(o: dict, ctx: RunContext, name: str) -> dict:
     """Pretraining stage ``name`` into its hidden folder, after the stages it continues. A stage it reads whose
-    record is here but whose models are not (they are not committed) is rerun from its settings first: seeded, so
-    the same run."""
+    record is here but whose models are not (they are not committed) is rerun from its settings and seed first;
+    the runs that start from it say so (:func:`stage_used`), since the rerun need not equal the recorded stage."""
     st = stages(o["objectives"], tuple(CURVES), None)[name]  # also a stage the selection reads but does not hold
     for before in st.reads:
         if not (_stage_dir(ctx, before) / "pretrain.json").exists():
