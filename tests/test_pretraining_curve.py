@@ -177,7 +177,7 @@ def test_a_run_names_its_stage_and_a_rerun_stage_that_differs_from_its_record(tm
     """A fine-tuning run records the masked-token accuracies of the stage it started from; where the stage's record
     beside the results says otherwise (the stage was rerun after its encoder was lost), the run and the gain table
     say 'rebuilt stage'."""
-    from privnlu.report.dchi_training_sections import _gain_rows, _pretrain_gains
+    from privnlu.report.dchi_training_sections import _gain_rows, _pretrain_gain_md, _pretrain_gains, _rebuilt_rows
     from privnlu.training import mlm
 
     monkeypatch.setattr(mlm, "Pretrainer", FakePretrainer)
@@ -206,3 +206,10 @@ def test_a_run_names_its_stage_and_a_rerun_stage_that_differs_from_its_record(tm
     recs += [ft("pt-text-vanilla-1000", 0.71, s, False) for s in range(2)]
     steps = {r[3]: r[4] for r in _gain_rows(_pretrain_gains(recs))}
     assert steps == {"text-denoising": "1000 (rebuilt stage)", "text-vanilla": 1000}
+    for r in recs[2:4]:
+        r["stage"]["evals"] = {"clean_after_adapt": 0.29, "private_after_adapt": 0.26}
+    stage_rec = {"kind": "dchi_pretrain", "_source": "t/pretrain_text-denoising-1000.json",
+                 "evals": {"clean_after_adapt": 0.28, "private_after_adapt": 0.25}}
+    assert _rebuilt_rows(recs + [stage_rec]) == [["text-denoising-1000", 2, "0.2800", "0.2500", "0.2900", "0.2600"]]
+    assert "Rebuilt stages" in _pretrain_gain_md(recs + [stage_rec])
+    assert "Rebuilt stages" not in _pretrain_gain_md(recs[:2] + recs[4:])
