@@ -261,6 +261,10 @@ def _pretrain_gains(records: list[dict]) -> dict[tuple, list[tuple[float, float]
                        + (kv[0][6] or 0, kv[0][7])))
 
 
+def _f4(v: float | None) -> str:
+    return "-" if v is None else f"{v:.4f}"
+
+
 def _gain_rows(pairs: dict[tuple, list[tuple[float, float]]]) -> list[list[object]]:
 
     rows = []
@@ -268,12 +272,11 @@ def _gain_rows(pairs: dict[tuple, list[tuple[float, float]]]) -> list[list[objec
         p = paired_t_test(*map(list, zip(*ab)))["p"] if len(ab) >= 2 else None
         po, pn = _paper_pt(task, mode, eta, obj)
         gain = sum(a - b for a, b in ab) / len(ab)
-        f4 = lambda v: "-" if v is None else f"{v:.4f}"  # noqa: E731
         at = f"{steps}" + ("" if batch is None else f" (batch {batch})") + (" (rebuilt stage)" if rebuilt else "")
         rows.append([task, mode, f"{eta:g}", obj, steps if at == str(steps) else at, prec,
                      len(ab), f"{gain:+.4f}",
-                     "" if p is None else f"{p:.3f}", f4(sum(b for _, b in ab) / len(ab)),
-                     f4(sum(a for a, _ in ab) / len(ab)), f4(po), f4(pn),
+                     "" if p is None else f"{p:.3f}", _f4(sum(b for _, b in ab) / len(ab)),
+                     _f4(sum(a for a, _ in ab) / len(ab)), _f4(po), _f4(pn),
                      "-" if po is None or pn is None else f"{pn - po:+.4f}",
                      "-" if po is None or pn is None else f"{gain - (pn - po):+.4f}"])
     return rows
@@ -295,12 +298,11 @@ def _rebuilt_rows(records: list[dict]) -> list[list[object]]:
     for r in _finetune(records):
         if (r.get("stage") or {}).get("rebuilt"):
             by_stage[r["stage"]["name"]].append(r)
-    f4 = lambda v: "-" if v is None else f"{v:.4f}"  # noqa: E731
     rows = []
     for name, runs in sorted(by_stage.items()):
         rebuilt, rec = runs[0]["stage"].get("evals") or {}, recorded.get(name, {})
-        rows.append([name, len(runs), f4(rec.get("clean_after_adapt")), f4(rec.get("private_after_adapt")),
-                     f4(rebuilt.get("clean_after_adapt")), f4(rebuilt.get("private_after_adapt"))])
+        rows.append([name, len(runs), _f4(rec.get("clean_after_adapt")), _f4(rec.get("private_after_adapt")),
+                     _f4(rebuilt.get("clean_after_adapt")), _f4(rebuilt.get("private_after_adapt"))])
     return rows
 
 
