@@ -4,7 +4,8 @@
 # Run from the repository root, with .gpu/carry (scripts/gpu/bundle.py) beside the working tree. It installs the
 # carried wheels and the corpus file into $RUN (default /tmp/privnlu-gpu), unpacks the float16 MiniLM into
 # .gpu/all-MiniLM-L6-v2-fp16 (the --model of results/qu2021/table6-gpu/reproduce.sh), and runs the recipe into
-# $RUN/table6-gpu, resuming what an earlier call on the same machine finished; on an H200 one objective's stage and
+# $RUN/table6-gpu, resuming what the committed records in results/qu2021/table6-gpu and an earlier call on the
+# same machine finished; on an H200 one objective's stage and
 # its three fine-tuning runs take about 8 minutes, the starting encoder's three runs about 1.5. Every 15 s, and at the
 # end, it packs the finished records into $OUT/records.tar (the log goes to $OUT/log.txt), so a run stopped at a
 # time limit still returns what it finished. Extra arguments go to `privnlu reproduce` (default objectives:
@@ -21,6 +22,10 @@ CARRY=${CARRY:-.gpu/carry}
 MODEL=.gpu/all-MiniLM-L6-v2-fp16
 RESULTS=$RUN/table6-gpu
 mkdir -p "$RUN/site" "$OUT" "$RESULTS"
+# resume from the committed records: a record made with the same settings is read back, not rerun
+for f in results/qu2021/table6-gpu/*.json; do
+  if [ -e "$f" ] && [ ! -e "$RESULTS/${f##*/}" ]; then cp "$f" "$RESULTS/"; fi
+done
 
 if [ ! -d "$RUN/site/pydantic" ]; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$RUN/site" \
