@@ -231,6 +231,17 @@ def record_files(folder: str | os.PathLike[str], *, recursive: bool = False) -> 
     return sorted(f for f in found if not any(part.startswith(".") for part in f.relative_to(root).parts))
 
 
+def repeat_name(stem: str, r: int) -> str:
+    """A repeated run's record name: repeat 1 is the plain ``stem``, repeat r > 1 is ``stem-rR``."""
+    return stem if r == 1 else f"{stem}-r{r}"
+
+
+def repeat_of(stem: str) -> int:
+    """The repeat a record name stands for, the inverse of :func:`repeat_name` (a plain name is repeat 1)."""
+    head, sep, tail = stem.rpartition("-r")
+    return int(tail) if sep and head and tail.isdigit() else 1
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
     with open(path, encoding="utf-8") as fh:
         return json.load(fh)

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..errors import require
+from ..io import repeat_name
 from .registry import Point, Recipe, RunContext, register
 
 if TYPE_CHECKING:
@@ -145,11 +146,6 @@ def public_size(n_private: int, corpus: str, minimum: int = 10000) -> int:
 def repeats(o: dict) -> range:
     first, last = o.get("repeats") or (1, 1)
     return range(first, last + 1)
-
-
-def repeat_name(stem: str, r: int) -> str:
-    """A point's file name: repeat 1 is the plain name, repeat r > 1 gets ``-rR``."""
-    return stem if r == 1 else f"{stem}-r{r}"
 
 
 # -- one selected run per point ---------------------------------------------------------------------------------

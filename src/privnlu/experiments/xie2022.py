@@ -24,7 +24,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..errors import require
-from .huang2020 import BUDGET, base_spec, prepared, repeat_name, repeats, scale, spec_settings, warm_features
+from ..io import repeat_name
+from .huang2020 import BUDGET, base_spec, prepared, repeats, scale, spec_settings, warm_features
 from .registry import ALIASES, Point, Recipe, RunContext, register
 from .xie2021 import attacker_config, release_run, release_settings, release_settings_of
 

@@ -8,10 +8,10 @@ fine-tuned); the majority-class score is shown where a score could be a constant
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from pathlib import PurePath
 
+from ..io import repeat_of
 from ..paper_values import compare_cells, lookup
 from ..paper_values import huang2020 as paper
 from ..schemes import from_record
@@ -427,9 +427,8 @@ def _table5_runs(records: list[dict]) -> dict[tuple[str, str], dict[str, list[di
 
 
 def _repeat_index(r: dict) -> int:
-    """A run's repeat number from its file name (``...-r2.json`` is repeat 2, a plain name repeat 1)."""
-    found = re.search(r"-r(\d+)$", PurePath(str(r.get("_source", ""))).stem)
-    return int(found.group(1)) if found else 1
+    """A run's repeat number, read from its record's file name (``io.repeat_name``)."""
+    return repeat_of(PurePath(str(r.get("_source", ""))).stem)
 
 
 def _mode_mark(r: dict) -> str:
