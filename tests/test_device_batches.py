@@ -138,3 +138,39 @@ def test_the_gpu_script_is_valid_shell_and_runs_the_committed_command():
     model = shlex.split(line)[shlex.split(line).index("--model") + 1]
     text = script.read_text()
     assert f"MODEL={model}\n" in text and 'reproduce qu2021-table6-gpu --device "$DEVICE" --model "$MODEL"' in text
+
+
+def test_the_gpu_script_resumes_from_the_committed_records_and_packs_records_only(tmp_path):
+    """Run the device script with a stand-in interpreter (a test double: a shell script that writes one new record
+    into --out and ignores every other call): the recipe starts from the committed records, and records.tar holds
+    them and the new one, although no reproduce.sh is written there."""
+    import shutil
+    import subprocess
+    import tarfile
+
+    root = Path(__file__).resolve().parents[1]
+    tree = tmp_path / "tree"
+    committed = root / "results" / "qu2021" / "table6-gpu"
+    shutil.copytree(committed, tree / "results" / "qu2021" / "table6-gpu")
+    (tree / "scripts").mkdir()
+    shutil.copy(root / "scripts" / "gpu" / "qu2021_table6.sh", tree / "scripts" / "run.sh")
+    carry = tree / ".gpu" / "carry"  # the default CARRY, as on the lent machine
+    (carry / "all-MiniLM-L6-v2-fp16").mkdir(parents=True)
+    (carry / "all-MiniLM-L6-v2-fp16" / "model.safetensors").write_text("stand-in")
+    fake = tmp_path / "python"
+    fake.write_text('#!/bin/sh\n'
+                    'out=""; seen=""\n'
+                    'for a in "$@"; do [ "$seen" = 1 ] && out="$a"; seen=""; [ "$a" = --out ] && seen=1; done\n'
+                    'if [ -n "$out" ]; then ls "$out" > "$out/../seen.txt"; echo "{}" > "$out/new_point.json"; fi\n'
+                    'exit 0\n')
+    fake.chmod(0o755)
+    run, out = tmp_path / "run", tmp_path / "out"
+    (run / "site" / "pydantic").mkdir(parents=True)  # the carried wheels count as installed
+    env = {"PATH": "/usr/bin:/bin", "PYTHON": str(fake), "RUN": str(run), "OUT": str(out),
+           "PACK_EVERY": "1"}
+    done = subprocess.run(["sh", "scripts/run.sh"], cwd=tree, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    names = {p.name for p in committed.glob("*.json")}
+    assert names and names <= set((run / "seen.txt").read_text().split())
+    with tarfile.open(out / "records.tar") as tar:
+        assert set(tar.getnames()) == names | {"new_point.json"}

@@ -7,13 +7,13 @@
 # $RUN/table6-gpu, resuming what the committed records in results/qu2021/table6-gpu and an earlier call on the
 # same machine finished. On an H200 one objective's stage and its three fine-tuning runs take about 8 minutes, the
 # starting encoder's three runs about 1.5; with `--jobs 6 --threads 2`, two objectives' stages run side by side in
-# 8.5 to 9.5 minutes and their six fine-tuning runs together in under a minute more. Every 15 s, and at the end, it
-# packs the finished records into $OUT/records.tar (the log goes to $OUT/log.txt), so a run stopped at a
-# time limit still returns what it finished. Extra arguments go to `privnlu reproduce` (default objectives:
+# 8.5 to 9.5 minutes and their six fine-tuning runs together in under a minute more. Every PACK_EVERY seconds, and
+# at the end, it packs the finished records into $OUT/records.tar (the log goes to $OUT/log.txt), so a run stopped
+# at a time limit still returns what it finished. Extra arguments go to `privnlu reproduce` (default objectives:
 # denoising, vanilla, probability, in that order).
-#   PYTHON (default python3), DEVICE (default cuda), RUN, OUT, CARRY (default .gpu/carry), SOURCE_COMMIT (the
-#   commit the working tree was copied from, which bundle.py prints; the records name it, since the copy's .git may
-#   be an older one; "unknown" where not given).
+#   PYTHON (default python3), DEVICE (default cuda), RUN, OUT, CARRY (default .gpu/carry), PACK_EVERY (default 15),
+#   SOURCE_COMMIT (the commit the working tree was copied from, which bundle.py prints; the records name it, since
+#   the copy's .git may be an older one; "unknown" where not given).
 set -eu
 PY=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
@@ -22,6 +22,7 @@ OUT=${OUT:-$RUN/out}
 CARRY=${CARRY:-.gpu/carry}
 MODEL=.gpu/all-MiniLM-L6-v2-fp16
 RESULTS=$RUN/table6-gpu
+PACK_EVERY=${PACK_EVERY:-15}
 mkdir -p "$RUN/site" "$OUT" "$RESULTS"
 # resume from the committed records: a record made with the same settings is read back, not rerun
 for f in results/qu2021/table6-gpu/*.json; do
@@ -57,7 +58,7 @@ torch.cuda.is_available() and torch.cuda.get_device_name(0))' | tee -a "$OUT/log
 "$PY" -m privnlu.cli.main reproduce qu2021-table6-gpu --device "$DEVICE" --model "$MODEL" \
   --data-dir "$CARRY/glue" --out "$RESULTS" --objectives denoising,vanilla,probability "$@" >>"$OUT/log.txt" 2>&1 &
 JOB=$!
-while kill -0 "$JOB" 2>/dev/null; do sleep 15; pack; done
+while kill -0 "$JOB" 2>/dev/null; do sleep "$PACK_EVERY"; pack; done
 wait "$JOB" && RC=0 || RC=$?
 pack
 tail -n 5 "$OUT/log.txt"
