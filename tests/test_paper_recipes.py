@@ -119,7 +119,7 @@ def test_repeats_are_points_of_one_folder(tmp_path, cli, capsys):
                      "sst2-texthide-intra-m256-k4-frozen-r2", "sst2-texthide-inter-m256-k4-wiki-frozen",
                      "sst2-texthide-inter-m256-k4-wiki-frozen-r2"]
     assert [repeat_of(n) for n in names] == [1, 2] * 3  # the report reads a run's repeat back from its name
-    assert repeat_of("sst2-baseline-frozen-r12") == 12 and repeat_of("run-rate") == 1 and repeat_of("-r3") == 1
+    assert repeat_of("sst2-baseline-frozen-r12") == 12 and repeat_of("run-rate") == 1 and repeat_of("run-r") == 1
     assert cli("huang2020-table6", out, "--scale", "quick", "--public", "wiki", "--epochs", "1", "--batch-size", "8",
                "--repeats", "2-2", "--variants", "x", "--dry-run") == 2  # table6 takes no --variants
 

@@ -238,8 +238,8 @@ def repeat_name(stem: str, r: int) -> str:
 
 def repeat_of(stem: str) -> int:
     """The repeat a record name stands for, the inverse of :func:`repeat_name` (a plain name is repeat 1)."""
-    head, sep, tail = stem.rpartition("-r")
-    return int(tail) if sep and head and tail.isdigit() else 1
+    _, sep, tail = stem.rpartition("-r")
+    return int(tail) if sep and tail.isdigit() else 1
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
