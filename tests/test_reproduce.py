@@ -210,3 +210,65 @@ def test_the_paper_methods_auxiliary_threat_model_has_its_own_folder():
     paper = r.folder(recipe_options(r, {}))
     aux = r.folder(recipe_options(r, {"pair_data": "auxiliary"}))
     assert paper.name == "table1-paper-method" and aux.name == "table1-paper-method-auxiliary"
+
+
+def _audit_point():
+    from privnlu.experiments import runner
+
+    recipe = registry.get("xie2022-dp-audit")
+    opts = runner.recipe_options(recipe, {"draws": 1000})
+    return runner, recipe, opts, recipe.points(opts)[0]
+
+
+def test_a_point_another_command_made_since_the_plan_is_kept_not_remade(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main([*AUDIT, "--out", "a"]) == 0
+    runner, recipe, opts, point = _audit_point()
+    record = tmp_path / "a" / f"{point.name}.json"
+    stamp = record.stat().st_mtime_ns
+
+    def must_not_run(o, p, c):
+        raise AssertionError("a point with a record of its settings ran again")
+
+    monkeypatch.setitem(registry.RECIPES, recipe.name, registry.Recipe(**{**recipe.__dict__, "run": must_not_run}))
+    name, seconds, line = runner.run_point(recipe.name, opts, point.name, "a", runner.Machine(progress=False))
+    assert name == point.name and seconds == 0.0 and line.startswith("made meanwhile by another command")
+    assert record.stat().st_mtime_ns == stamp
+    assert not [p for p in (tmp_path / "a").iterdir() if p.name.startswith(".")]
+
+
+def test_a_point_being_run_by_another_command_is_waited_for_then_kept(tmp_path, monkeypatch):
+    import threading
+
+    monkeypatch.chdir(tmp_path)
+    runner, recipe, opts, point = _audit_point()
+    folder = tmp_path / "a"
+    folder.mkdir()
+    ran: list[str] = []
+    real = recipe.run
+    monkeypatch.setitem(registry.RECIPES, recipe.name, registry.Recipe(
+        **{**recipe.__dict__, "run": lambda o, p, c: (ran.append(p.name), real(o, p, c))[1]}))
+    claimed, release = threading.Event(), threading.Event()
+
+    def other_command() -> None:  # holds the point's claim, then writes its record, as a second reproduce would
+        with runner.point_claim(folder, point.name):
+            claimed.set()
+            release.wait(10)
+            result = runner.registry.public_record(real(opts, point, runner.Machine(progress=False).context(
+                folder, folder / f".{point.name}.part.json")))
+            (folder / f"{point.name}.json").write_text(json.dumps(result))
+
+    t = threading.Thread(target=other_command)
+    t.start()
+    assert claimed.wait(10)
+    done: list[tuple] = []
+    waiter = threading.Thread(target=lambda: done.append(
+        runner.run_point(recipe.name, opts, point.name, str(folder), runner.Machine(progress=False))))
+    waiter.start()
+    waiter.join(0.5)
+    assert waiter.is_alive() and not done  # it waits while the other command holds the point
+    release.set()
+    t.join(30)
+    waiter.join(30)
+    assert done and done[0][2].startswith("made meanwhile by another command") and ran == []
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]

@@ -8,12 +8,13 @@ command that makes its records.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from ..errors import PrivnluError
 from . import registry
@@ -56,28 +57,57 @@ def recipe_options(recipe: registry.Recipe, given: dict) -> dict:
 
 def plan(recipe: registry.Recipe, points: list, out: Path) -> tuple[list, list, list[str]]:
     """(points to run, points done, one line per record made with other settings or unreadable)."""
-    from ..io import read_json
-
     todo, done, clashes = [], [], []
     for p in points:
-        path = out / f"{p.name}.json"
-        if not path.exists():
-            todo.append(p)
-            continue
-        try:
-            old = recipe.settings_of(read_json(path))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
-            clashes.append(f"{path} is not a record this recipe made")
-            todo.append(p)
-            continue
-        diff = registry.settings_diff(old, registry.normal(registry.public_record(p.settings)))
-        if diff:
-            more = "; ..." if len(diff) > 3 else ""
-            clashes.append(f"{path} was made with other settings ({'; '.join(diff[:3])}{more})")
-            todo.append(p)
-        else:
-            done.append(p)
+        state = record_state(recipe, p, out)
+        (done if state == DONE else todo).append(p)
+        if state not in (DONE, MISSING):
+            clashes.append(state)
     return todo, done, clashes
+
+
+DONE, MISSING = "done", "missing"
+
+
+def record_state(recipe: registry.Recipe, point, out: Path) -> str:
+    """``DONE`` (a record with the point's settings), ``MISSING``, or one line on the record that is in the way."""
+    from ..io import read_json
+
+    path = out / f"{point.name}.json"
+    if not path.exists():
+        return MISSING
+    try:
+        old = recipe.settings_of(read_json(path))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return f"{path} is not a record this recipe made"
+    diff = registry.settings_diff(old, registry.normal(registry.public_record(point.settings)))
+    if not diff:
+        return DONE
+    return f"{path} was made with other settings ({'; '.join(diff[:3])}{'; ...' if len(diff) > 3 else ''})"
+
+
+@contextlib.contextmanager
+def point_claim(folder: Path, point: str) -> Iterator[None]:
+    """Hold ``folder/.<point>.lock`` (an exclusive ``flock``) while a point runs, so that two ``reproduce``
+    commands over one folder never run a point at once: the second waits, then finds the record. The file is
+    removed on release; a waiter that locked a file already removed opens the new one and waits again."""
+    import fcntl
+
+    path = folder / f".{point}.lock"
+    while True:
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        os.close(fd)
 
 
 # -- reproduce.sh ----------------------------------------------------------------------------------------------
@@ -124,17 +154,22 @@ def write_script(out: Path, command: str, names: list[str], say: Callable[[str],
 
 def run_point(name: str, opts: dict, point_name: str, out: str, machine: Machine) -> tuple[str, float, str]:
     """Run one point of recipe ``name`` and write its record (free of local paths) atomically; the scratch the
-    engine left beside it is removed. Returns (point, seconds, a one-line summary)."""
-    from ..io import write_json_atomic
+    engine left beside it is removed. A record with the point's settings that another command wrote since the
+    plan is kept, not remade (:func:`point_claim`). Returns (point, seconds, a one-line summary)."""
+    from ..io import read_json, write_json_atomic
 
     recipe = registry.get(name)
     point = next(p for p in recipe.points(opts) if p.name == point_name)
     folder = Path(out)
-    ctx = machine.context(folder, folder / f".{point.name}.part.json")
     t0 = time.time()
-    rec = registry.public_record(recipe.run(opts, point, ctx))
-    write_json_atomic(folder / f"{point.name}.json", rec, mode=0o644)
-    ctx.scratch.unlink(missing_ok=True)
+    with point_claim(folder, point.name):
+        if record_state(recipe, point, folder) == DONE:
+            made = summary(read_json(folder / f"{point.name}.json"))
+            return point.name, 0.0, f"made meanwhile by another command: {made}"
+        ctx = machine.context(folder, folder / f".{point.name}.part.json")
+        rec = registry.public_record(recipe.run(opts, point, ctx))
+        write_json_atomic(folder / f"{point.name}.json", rec, mode=0o644)
+        ctx.scratch.unlink(missing_ok=True)
     return point.name, time.time() - t0, summary(rec)
 
 
