@@ -252,6 +252,13 @@ def test_table5_report_sets_the_roberta_row_beside_ours():
     assert table5_rows(frozen)[0][20] == "86.00, 84.00 / 80.00 / 79.00"
     text = table5_md(frozen + recs)
     assert "marked (frozen) is not the paper's setting" in text and "encoder frozen" in text
+    larger = [{**_t5_record(v, x, enc, 768), "n_train": 20000, "budget": {
+        "epochs": 3, "batch_size": 32, "encoder_lrs": [3e-5], "head_lr": 1e-3, "min_texthide_steps": 2000}}
+        for v, x in (("baseline", 94.0), ("texthide-intra", 93.0))]
+    two = table5_rows(recs + larger)  # one encoder at two budgets: two rows, never one average; the larger first
+    assert [(r[0], r[3]) for r in two] == [("all-mpnet-base-v2", 20000), ("all-mpnet-base-v2", 480)]
+    assert two[0][7] == "94.00" and two[0][10] == "93.00" and two[0][13] == "-" and two[1][7] == "90.00"
+    assert "3 epochs (at least 2000 optimizer steps)" in table5_md(recs + larger)
 
 
 def test_table5_recipe_runs_joint_cells_into_its_own_section(tmp_path, tiny_model):

@@ -8,6 +8,7 @@ fine-tuned); the majority-class score is shown where a score could be a constant
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from pathlib import PurePath
 
@@ -409,21 +410,24 @@ TABLE5_HEAD = ["encoder", "task", "metric", "train examples", "epochs", "steps b
                "intra cost: paper", "ours", "inter cost: paper", "ours", "majority class", "each run: b / intra / inter"]
 
 
-def _table5_runs(records: list[dict]) -> dict[tuple[str, str], dict[str, list[dict]]]:
-    """(encoder, task) -> variant -> the Table 5 recipe's runs of that cell (one per repeat). The encoder is named
-    with its mode where that is not the paper's joint fine-tuning, e.g. ``all-mpnet-base-v2 (frozen)``."""
-    by: dict[tuple[str, str], dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+def _table5_runs(records: list[dict]) -> dict[tuple[str, str, str], dict[str, list[dict]]]:
+    """(encoder, task, budget) -> variant -> the Table 5 recipe's runs of that cell (one per repeat). The encoder is
+    named with its mode where that is not the paper's joint fine-tuning, e.g. ``all-mpnet-base-v2 (frozen)``; runs
+    of one encoder at two budgets are two rows, never averaged together."""
+    by: dict[tuple[str, str, str], dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for r in _train(records, groups={"table5"}):
-        by[(encoder_name(r.get("encoder") or {}) + _mode_mark(r), r["task"])][r["variant"]].append(r)
+        budget = json.dumps([r.get("n_train"), r.get("budget")], sort_keys=True)
+        by[(encoder_name(r.get("encoder") or {}) + _mode_mark(r), r["task"], budget)][r["variant"]].append(r)
 
-    def order(v: dict[str, list[dict]]) -> tuple[bool, int]:  # joint (the paper's setting) first, then the widest
-        r = _first(v)
-        return bool(_mode_mark(r)), -int((r.get("encoder") or {}).get("hidden_size") or 0)
+    def order(v: dict[str, list[dict]]) -> tuple[bool, int, int]:  # joint (the paper's setting) first, then the
+        r = _first(v)                                                # widest encoder, then the largest budget
+        return (bool(_mode_mark(r)), -int((r.get("encoder") or {}).get("hidden_size") or 0),
+                -int(r.get("n_train") or 0))
 
     for v in by.values():
         for runs in v.values():
             runs.sort(key=_repeat_index)
-    return {k: dict(v) for k, v in sorted(by.items(), key=lambda kv: (kv[0][1], *order(kv[1]), kv[0][0]))}
+    return {k: dict(v) for k, v in sorted(by.items(), key=lambda kv: (kv[0][1], *order(kv[1]), kv[0][0], kv[0][2]))}
 
 
 def _repeat_index(r: dict) -> int:
@@ -463,7 +467,7 @@ def table5_rows(records: list[dict]) -> list[list[object]]:
     runs) and the difference per variant, the TextHide cost (baseline minus the variant, points) in the paper and
     in ours, and each run's score."""
     rows = []
-    for (enc, task), v in _table5_runs(records).items():
+    for (enc, task, _), v in _table5_runs(records).items():
         any_run = _first(v)
         keys = [PRIMARY_KEY[any_run["metric"]]] + ([SECONDARY[any_run["metric"]]] if any_run["metric"] in SECONDARY else [])
         for key in keys:
@@ -489,7 +493,7 @@ def _table5_budget(records: list[dict]) -> str:
     """Each encoder's budget, from its records: examples, epochs, batch, learning rates, dev sentences, minutes, and
     the binomial standard error of the baseline's accuracy, ``sqrt(p (1 - p) / n_dev)``, to read a cost against."""
     out = []
-    for (enc, task), v in _table5_runs(records).items():
+    for (enc, task, _), v in _table5_runs(records).items():
         r = _first(v)
         b = r.get("budget") or {}
         lrs = ", ".join(f"{x:g}" for x in b.get("encoder_lrs") or []) or "-"
@@ -498,8 +502,9 @@ def _table5_budget(records: list[dict]) -> str:
         secs = sum(x.get("seconds") or 0 for x in runs)
         n_eval = r.get("n_eval")
         n_dev = n_eval.get("dev") if isinstance(n_eval, dict) else n_eval
+        floor = f" (at least {b['min_texthide_steps']} optimizer steps)" if b.get("min_texthide_steps") else ""
         text = (f"{enc} on {task}: the first {r['n_train']} training examples (10% held out to choose the epoch), "
-                f"{plural(b.get('epochs') or 0, 'epoch')}, batch {b.get('batch_size', '?')}, {encoder}, head lr "
+                f"{plural(b.get('epochs') or 0, 'epoch')}{floor}, batch {b.get('batch_size', '?')}, {encoder}, head lr "
                 f"{b.get('head_lr') or 0:g}, the first {n_dev or '?'} dev sentences, {secs / 60:.0f} minutes on 2 "
                 f"shared CPU cores for the {plural(len(runs), 'run')}")
         if r.get("metric") == "accuracy" and n_dev and "baseline" in v:
