@@ -349,3 +349,28 @@ def test_cli_inprocess_backend_runs_and_resumes_an_older_checkpoint(tiny_model, 
     assert [h["round"] for h in read_json(out / "result.json")["history"]] == [1, 2, 3]
     assert main([*args, "--rounds", "4", "--resume", "--abs-input"]) == 2
     assert "other settings" in capsys.readouterr().err
+
+
+class _LateNodesGrid:
+    """A grid whose nodes register one by one: the first query sees one node, later ones all three."""
+
+    def __init__(self) -> None:
+        self.queries = 0
+
+    def get_node_ids(self) -> list[int]:
+        self.queries += 1
+        return [11] if self.queries == 1 else [11, 12, 13]
+
+
+@pytest.mark.parametrize("fraction", [1.0, 0.67])
+def test_a_round_samples_the_configured_share_when_nodes_register_late(tiny_model, tmp_path, fraction):
+    """FedAvg sizes its sample from the nodes connected when it asks; a late node must not shrink a round."""
+    from flwr.app import ArrayRecord, ConfigRecord
+
+    from privnlu.federated.server import make_strategy
+
+    cfg = make_cfg(tiny_model, tmp_path, fraction_train=fraction)
+    strategy = make_strategy(cfg, {"head.weight": torch.zeros(2, 4)})
+    msgs = list(strategy.configure_train(1, ArrayRecord({"head.weight": torch.zeros(2, 4)}),
+                                         ConfigRecord({}), _LateNodesGrid()))
+    assert len(msgs) == cfg.sampled_clients == max(int(3 * fraction), 1)
