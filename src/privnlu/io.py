@@ -115,6 +115,30 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
         raise
 
 
+@contextlib.contextmanager
+def exclusive_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold ``path`` as an exclusive ``flock`` for the block, so that two processes never run it at once: the
+    second waits. The file is removed on release; a waiter that locked a file already removed opens the new one
+    and waits again."""
+    import fcntl
+
+    path = Path(path)
+    while True:
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        os.close(fd)
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

@@ -265,13 +265,11 @@ def run_or_read_stage(folder: Path, config, settings: dict, ctx: RunContext, *, 
                       init_head: Path | None = None) -> dict:
     """Pretrain ``config`` into ``folder`` (resuming its checkpoints), or read back its record when a run with
     these ``settings`` finished there. A lock keeps two workers from building one stage at once."""
-    import fcntl
-
+    from ..io import exclusive_lock
     from ..training.mlm import Pretrainer
 
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive_lock(folder / ".lock"):
         done = folder / "pretrain.json"
         if done.exists() and _pretrain_settings_of(rec := json.loads(done.read_text())) == settings:
             return rec  # finished while this worker waited for the lock, or by an earlier run: nothing to redo

@@ -14,7 +14,7 @@ import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 from ..errors import PrivnluError
 from . import registry
@@ -86,28 +86,12 @@ def record_state(recipe: registry.Recipe, point, out: Path) -> str:
     return f"{path} was made with other settings ({'; '.join(diff[:3])}{'; ...' if len(diff) > 3 else ''})"
 
 
-@contextlib.contextmanager
-def point_claim(folder: Path, point: str) -> Iterator[None]:
-    """Hold ``folder/.<point>.lock`` (an exclusive ``flock``) while a point runs, so that two ``reproduce``
-    commands over one folder never run a point at once: the second waits, then finds the record. The file is
-    removed on release; a waiter that locked a file already removed opens the new one and waits again."""
-    import fcntl
+def point_claim(folder: Path, point: str) -> contextlib.AbstractContextManager[None]:
+    """Hold ``folder/.<point>.lock`` while a point runs (:func:`~privnlu.io.exclusive_lock`), so that two
+    ``reproduce`` commands over one folder never run a point at once: the second waits, then finds the record."""
+    from ..io import exclusive_lock
 
-    path = folder / f".{point}.lock"
-    while True:
-        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            if os.fstat(fd).st_ino == os.stat(path).st_ino:
-                break
-        except FileNotFoundError:
-            pass
-        os.close(fd)
-    try:
-        yield
-    finally:
-        path.unlink(missing_ok=True)
-        os.close(fd)
+    return exclusive_lock(folder / f".{point}.lock")
 
 
 # -- reproduce.sh ----------------------------------------------------------------------------------------------
