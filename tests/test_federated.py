@@ -374,3 +374,15 @@ def test_a_round_samples_the_configured_share_when_nodes_register_late(tiny_mode
     msgs = list(strategy.configure_train(1, ArrayRecord({"head.weight": torch.zeros(2, 4)}),
                                          ConfigRecord({}), _LateNodesGrid()))
     assert len(msgs) == cfg.sampled_clients == max(int(3 * fraction), 1)
+
+
+def test_client_evaluation_asks_every_client_when_nodes_register_late(tiny_model, tmp_path):
+    from flwr.app import ArrayRecord, ConfigRecord
+
+    from privnlu.federated.server import make_strategy
+
+    cfg = make_cfg(tiny_model, tmp_path, eval_mask="pool", eval_every=1)
+    strategy = make_strategy(cfg, {"head.weight": torch.zeros(2, 4)})
+    msgs = list(strategy.configure_evaluate(1, ArrayRecord({"head.weight": torch.zeros(2, 4)}), ConfigRecord({}),
+                                            _LateNodesGrid()))
+    assert len(msgs) == 3

@@ -60,9 +60,11 @@ def make_strategy(cfg: FederatedConfig, initial: dict[str, torch.Tensor]) -> Res
     client_eval = cfg.eval_mask == "pool" and cfg.privacy.release == "per-batch" and cfg.eval_every > 0
     # FedAvg sizes a round's sample from the nodes connected at that instant; a floor of fraction x the nodes it
     # waits for keeps a round from sampling fewer when nodes register late (Flower's simulation engine, a SuperLink)
-    common = dict(fraction_train=cfg.fraction_train, fraction_evaluate=1.0 if client_eval else 0.0,
+    fraction_evaluate = 1.0 if client_eval else 0.0
+    common = dict(fraction_train=cfg.fraction_train, fraction_evaluate=fraction_evaluate,
                   min_train_nodes=max(int(cfg.min_available * cfg.fraction_train), 1),
-                  min_evaluate_nodes=1, min_available_nodes=cfg.min_available)
+                  min_evaluate_nodes=max(int(cfg.min_available * fraction_evaluate), 1),
+                  min_available_nodes=cfg.min_available)
     strategy: ResumableRounds
     if cfg.algorithm == "fedsgd":
         if cfg.secagg:  # Flower's SecAgg+: the server sees only the weighted sum of the clients' gradients
