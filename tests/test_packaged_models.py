@@ -291,3 +291,13 @@ def test_auto_pooling_of_a_packaged_model_is_its_declared_one_installed_or_not(m
     monkeypatch.setattr(encoder, "resolve_model", absent)
     assert encoder.resolve_pooling("all-mpnet-base-v2", "auto") == PACKAGED_MODELS["all-mpnet-base-v2"].pooling == "mean"
     assert encoder.resolve_pooling("all-mpnet-base-v2", "cls") == "cls"  # an explicit choice is kept
+
+
+def test_a_resumed_record_s_minutes_count_every_epoch():
+    from privnlu.report.texthide_sections import training_seconds
+
+    resumed_early = {"seconds": 90.0, "history": [{"epoch": 1, "seconds": 600.0}, {"epoch": 2, "seconds": 80.0}]}
+    assert training_seconds(resumed_early) == 680.0  # written before the fix: only the last call's 90 s
+    whole = {"seconds": 700.0, "history": [{"epoch": 1, "seconds": 600.0}, {"epoch": 2, "seconds": 80.0}]}
+    assert training_seconds(whole) == 700.0  # the call's own overhead (data, evaluation) is kept
+    assert training_seconds({"seconds": 5.0}) == 5.0

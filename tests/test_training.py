@@ -67,6 +67,7 @@ def test_resume_continues_and_keeps_key(tiny_model, tmp_path):
     key_before = (tmp_path / "key.pt").read_bytes()
     again = train_run(replace(spec, train=TrainConfig(epochs=3, seed=2)), prep, run_dir=tmp_path, resume=True, progress=False)
     assert again["history"] == rec["history"]  # all epochs were done: nothing retrained
+    assert again["seconds"] >= sum(h["seconds"] for h in rec["history"])  # the earlier call's training counts
     assert (tmp_path / "key.pt").read_bytes() == key_before
     other = replace(spec, train=TrainConfig(epochs=5, seed=2))
     with pytest.raises(PrivnluError, match="other settings"):
@@ -120,3 +121,11 @@ def test_epoch_line_names_loss_and_dev_metrics():
     line = epoch_line({"epoch": 2, "train_loss": 0.5, "seconds": 3.2,
                        "eval": {"dev": {"accuracy": 0.75, "score": 75.0}}}, 20)
     assert line == "epoch 2/20: train loss 0.5000, dev accuracy 0.7500 (3 s)"
+
+
+def test_a_resumed_state_counts_the_seconds_of_the_epochs_it_restored():
+    from privnlu.training.trainer import TrainState
+
+    history = [{"epoch": 1, "seconds": 3.0}, {"epoch": 2, "seconds": 4.5}, {"epoch": 3, "seconds": 2.0}]
+    assert TrainState(epoch=3, history=history, resumed_epochs=2).earlier_seconds == 7.5
+    assert TrainState(epoch=3, history=history).earlier_seconds == 0.0

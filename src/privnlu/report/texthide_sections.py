@@ -489,6 +489,13 @@ def table5_rows(records: list[dict]) -> list[list[object]]:
     return rows
 
 
+def training_seconds(r: dict) -> float:
+    """A training record's seconds, at least the sum of its epochs' (a record that a resumed run wrote before
+    privnlu 0.8.5 counted only its last call, and its epoch history bounds the whole run's time from below)."""
+    epochs = sum(h.get("seconds") or 0 for h in r.get("history") or [] if isinstance(h, dict))
+    return round(max(float(r.get("seconds") or 0), epochs), 2)
+
+
 def _table5_budget(records: list[dict]) -> str:
     """Each encoder's budget, from its records: examples, epochs, batch, learning rates, dev sentences, minutes, and
     the binomial standard error of the baseline's accuracy, ``sqrt(p (1 - p) / n_dev)``, to read a cost against."""
@@ -499,7 +506,7 @@ def _table5_budget(records: list[dict]) -> str:
         lrs = ", ".join(f"{x:g}" for x in b.get("encoder_lrs") or []) or "-"
         encoder = "encoder frozen" if _mode_mark(r) else f"encoder lr {lrs}"
         runs = [x for cell in v.values() for x in cell]
-        secs = sum(x.get("seconds") or 0 for x in runs)
+        secs = sum(training_seconds(x) for x in runs)
         n_eval = r.get("n_eval")
         n_dev = n_eval.get("dev") if isinstance(n_eval, dict) else n_eval
         floor = f" (at least {b['min_texthide_steps']} optimizer steps)" if b.get("min_texthide_steps") else ""
@@ -569,7 +576,7 @@ def _dp_cell(r: dict) -> str:
 
 def run_rows(records: list[dict]) -> list[list[object]]:
     return [[r["label"] + (f" ({r['spec'].get('public')})" if r.get("inter") else ""), r.get("group", ""), r["mode"], _dp_cell(r), r["spec"]["train"].get("eval_mask"),
-             r["spec"]["train"].get("abs_input", False), r["score"], r["best_score"], r["n_train"], r["seconds"]]
+             r["spec"]["train"].get("abs_input", False), r["score"], r["best_score"], r["n_train"], training_seconds(r)]
             for r in _train(records)]
 
 

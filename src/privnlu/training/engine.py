@@ -250,17 +250,19 @@ def train_run(
     dp = cal.to_json() if (cal := getattr(hider, "calibration", None)) is not None else None
     if spec.scheme.release == "model":  # the model is trained privately (DP-SGD)
         head, encoder, result = _fit_dp_sgd(spec, prep, head, eval_labels, progress)
-        history, dp = result.history, result.to_json()
+        history, dp, earlier = result.history, result.to_json(), 0.0
     elif spec.mode == "frozen":
         assert prep.train_x is not None
         train_x = prep.train_x.to(spec.device)
-        history = fit(represent=lambda idx: train_x[idx.to(train_x.device)],
-                      eval_sets=lambda: {s: (prep.eval_x[s], eval_labels[s]) for s in prep.evals}, **common).history
+        state = fit(represent=lambda idx: train_x[idx.to(train_x.device)],
+                    eval_sets=lambda: {s: (prep.eval_x[s], eval_labels[s]) for s in prep.evals}, **common)
+        history, earlier = state.history, state.earlier_seconds
     else:
         # every joint run starts from the pretrained weights: ``prep.encoder`` is shared by the runs of a recipe
         # (baseline, intra, inter, ...) and must not carry one run's fine-tuning into the next
         encoder = copy.deepcopy(prep.encoder)
-        history = _fit_joint(spec, prep, encoder, eval_labels, hider, rng, common).history
+        state = _fit_joint(spec, prep, encoder, eval_labels, hider, rng, common)
+        history, earlier = state.history, state.earlier_seconds
     if keep is not None:
         keep.update(head=head.eval(), encoder=encoder, query=_query(head, hider, cfg.eval_mask))
     final = history[-1]["eval"]
@@ -292,7 +294,7 @@ def train_run(
         "experiment_seed": cfg.seed,
         "dp": dp,
         "history": history,
-        "seconds": round(time.time() - t0, 2),
+        "seconds": round(time.time() - t0 + earlier, 2),  # with the epochs of earlier calls a resumed run kept
     }
     if run_dir is not None and not scratch:
         from .export import export_run_model

@@ -272,6 +272,7 @@ def finetune(prep: Prepared, config: FinetuneConfig, *, rng: SecretGenerator | N
     steps = count_batches(n, config.batch_size) * config.epochs
     shuffle = torch.Generator().manual_seed(config.seed if config.seed is not None else time.time_ns() % 2**62)
     history: list[dict] = []
+    restored = 0  # epochs an earlier call trained (their seconds count towards the record's)
     with seeded_torch(None if config.seed is None else derive_seed(config.seed, 5)):  # initialisation, dropout
         model, groups = build_model(prep, config)
         opt = torch.optim.AdamW(groups, weight_decay=config.weight_decay)
@@ -280,6 +281,7 @@ def finetune(prep: Prepared, config: FinetuneConfig, *, rng: SecretGenerator | N
         ident = {"config": asdict(config), "task": prep.task.name, "train_size": n, "encoder_name": prep.model}
         if checkpoint is not None and ckpt.exists(checkpoint):
             history = _restore(checkpoint, ident, parts, shuffle)
+            restored = len(history)
         model.train()
         for epoch in range(len(history), config.epochs):
             t1, loss_sum = time.time(), 0.0
@@ -305,7 +307,8 @@ def finetune(prep: Prepared, config: FinetuneConfig, *, rng: SecretGenerator | N
         "score": history[-1]["eval"]["score"], "metrics": history[-1]["eval"], "history": history,
         "majority": glue_metrics.majority(prep.task.metric, prep.train.labels, prep.dev.labels,
                                           regression=prep.task.is_regression),
-        "privatize_seconds": privatize_s, "seconds": time.time() - t0,
+        "privatize_seconds": privatize_s,
+        "seconds": time.time() - t0 + sum(h["seconds"] for h in history[:restored]),
     }
     return FinetuneResult(record, model)
 

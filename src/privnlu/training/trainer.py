@@ -76,6 +76,12 @@ EvalSet = tuple[torch.Tensor, torch.Tensor]  # (representations, labels)
 class TrainState:
     epoch: int = 0
     history: list[dict] = field(default_factory=list)
+    resumed_epochs: int = 0  # epochs restored from a checkpoint, trained by an earlier call
+
+    @property
+    def earlier_seconds(self) -> float:
+        """Training seconds of the epochs an earlier call ran (0 for a run that did not resume)."""
+        return float(sum(h["seconds"] for h in self.history[:self.resumed_epochs]))
 
 
 def linear_warmup(optimizer: torch.optim.Optimizer, total_steps: int, warmup_ratio: float) -> torch.optim.lr_scheduler.LambdaLR:
@@ -251,4 +257,4 @@ def _restore(path: Path, modules, optimizer, scheduler, shuffle, config: TrainCo
         hider.rng.restore_experiment_state(saved.secret_stream.model_dump() if saved.secret_stream else None)
     if config.seed is not None and torch_rng is not None:
         torch.set_rng_state(torch_rng)
-    return TrainState(epoch=saved.epoch, history=[dict(h) for h in saved.history])
+    return TrainState(epoch=saved.epoch, history=[dict(h) for h in saved.history], resumed_epochs=saved.epoch)
