@@ -11,8 +11,8 @@ import pytest
 from privnlu.audit.frontier import Point, clopper_pearson, dominates, pareto_front, recommend
 
 
-def P(label, u, r, g="none"):
-    return Point(label, u, r, g)
+def P(label, u, leak, g="none", ci=None, **kw):
+    return Point(label, u, leak, g, leak_ci=ci, **kw)
 
 
 def test_dominates_and_pareto_front():
@@ -20,33 +20,35 @@ def test_dominates_and_pareto_front():
     assert dominates(pts[1], pts[2]) and not dominates(pts[2], pts[1])
     assert not dominates(pts[1], pts[6]) and not dominates(pts[6], pts[1])  # equal points do not dominate each other
     front = pareto_front(pts)
-    assert [p.label for p in front] == ["c", "a", "f", "d", "base"]  # sorted by re-identification; b and e dominated
+    assert [p.label for p in front] == ["c", "a", "f", "d", "base"]  # sorted by leakage; b and e dominated
     assert pareto_front([]) == []
 
 
 def test_recommendation_is_computed_from_the_numbers():
-    base = P("no privacy", 90, 100)
-    pts = [base, P("scheme A, x = 1", 80, 40, "none"), P("scheme B, y = 2", 60, 3, "eps 8"), P("scheme C", 55, 0.5, "eta 9")]
-    text = recommend(pts, baseline=base, random_reid=2.0, metric="accuracy", ceilings=(1, 5, 50))
-    # the bottom line: the most useful setting within 5 points of random guessing
+    base = P("no privacy", 90, 100, ci=(98, 100))
+    pts = [base, P("scheme A, x = 1", 80, 40, "none", (30, 50)), P("scheme B, y = 2", 60, 0.8, "eps 8", (-1.0, 3.0)),
+           P("scheme C", 55, 0.5, "eta 9", (-2.0, 2.5))]
+    text = recommend(pts, baseline=base, metric="accuracy", ceilings=(1, 5, 50))
+    # the bottom line: the most useful setting at chance (its interval reaches 0)
     assert text[0].startswith("Bottom line: use scheme B, y = 2; it keeps 67 % of the non-private utility (60.0 accuracy")
-    assert "re-identifies 3.0 % of the private sentences" in text[0]
+    assert "no better than random guessing (advantage over chance 0.8 %, 95 % CI -1.0 to 3.0)" in text[0]
+    assert text[0].endswith("formal guarantee: eps 8.")
     text = text[1:]
-    assert text[0].startswith("At most 1 % re-identification: the best utility is 55.0 accuracy from scheme C")
-    assert "35.0 points below no privacy (90.0)" in text[0]
+    assert text[0].startswith("Leakage at most 1 % above chance: the best utility is 60.0 accuracy from scheme B")
+    assert "30.0 points below no privacy (90.0)" in text[0]
     assert "60.0 accuracy from scheme B, y = 2" in text[1] and "eps 8" in text[1]
     assert "80.0 accuracy from scheme A, x = 1" in text[2]
-    assert text[3].startswith("1 of 3 privatized settings are no better for the attacker than random guessing (2.0 %)")
+    assert text[3].startswith("2 of 3 privatized settings are at chance under every threat")
+    assert "the most useful of them is scheme B, y = 2 at 60.0" in text[3]
     # other numbers, other words: nothing hard-coded
-    moved = [base, replace(pts[1], reid=0.2), pts[2], pts[3]]
-    assert "80.0 accuracy from scheme A" in recommend(moved, baseline=base, random_reid=2.0, metric="accuracy", ceilings=(1,))[1]
-    none = recommend([base, P("X", 70, 30)], baseline=base, random_reid=1.0, metric="mcc", ceilings=(5,))
-    assert none[1:] == ["At most 5 % re-identification: no measured setting gets there; the lowest is 30.0 % from X (70.0 mcc)."]
-    assert recommend([base], baseline=base, random_reid=1.0, metric="accuracy")[0].startswith("No privatized setting")
-    # a point at or below the majority class is never the best utility
-    at_chance = recommend(pts, baseline=base, random_reid=2.0, metric="accuracy", ceilings=(1, 50), chance_utility=56.0)
-    assert at_chance[1].startswith("At most 1 % re-identification: no useful utility;") and "55.0" in at_chance[1]
-    assert "best utility" not in at_chance[1] and "best utility is 80.0" in at_chance[2]
+    moved = [base, replace(pts[1], leak=0.2), pts[2], pts[3]]
+    assert "80.0 accuracy from scheme A" in recommend(moved, baseline=base, metric="accuracy", ceilings=(1,))[1]
+    none = recommend([base, P("X", 70, 30, ci=(20, 40))], baseline=base, metric="mcc", ceilings=(5,))
+    assert none[1:] == ["Leakage at most 5 % above chance: no measured setting gets there; the lowest is 30.0 % from X (70.0 mcc)."]
+    assert recommend([base], baseline=base, metric="accuracy")[0].startswith("No privatized setting")
+    # a point whose utility reaches the majority class is never the best utility
+    at_chance = recommend(pts, baseline=base, metric="accuracy", ceilings=(1, 50), chance_utility=56.0)
+    assert at_chance[1].startswith("Leakage at most 1 % above chance: the best utility is 60.0")
     assert at_chance[-1].startswith("No useful utility") and "scheme C (55.0)" in at_chance[-1]
 
 
@@ -54,20 +56,22 @@ def test_recommendation_names_the_worst_threat_and_the_only_useful_scheme():
     from privnlu.audit.run import worst_threat
 
     base = P("no privacy", 80, 100)
-    sgd = Point("DP-SGD, epsilon = 8", 70, 6.0, "(8, 1e-05)-DP", "model")
-    pts = [base, sgd, Point("DP-SGD, epsilon = 1", 52, 5.0, "(1, 1e-05)-DP", "model"),
-           Point("TextHide, m = 256, k = 4", 50, 80.0, "none", "release")]
-    text = recommend(pts, baseline=base, random_reid=4.8, metric="accuracy", ceilings=(10,), chance_utility=42.0)
+    sgd = Point("DP-SGD, epsilon = 8", 70, 1.0, "(8, 1e-05)-DP", "model", leak_ci=(-3.0, 6.0))
+    pts = [base, sgd, Point("DP-SGD, epsilon = 1", 52, 0.5, "(1, 1e-05)-DP", "model", leak_ci=(-3.0, 5.0)),
+           Point("TextHide, m = 256, k = 4", 50, 80.0, "none", "release", leak_ci=(70.0, 88.0))]
+    text = recommend(pts, baseline=base, metric="accuracy", ceilings=(10,), chance_utility=42.0)
     assert text[0].startswith("Bottom line: use DP-SGD, epsilon = 8")
     assert "through the trained model (membership inference), its worst threat" in text[1]
     assert "Only DP-SGD gives both useful utility" in text[2] and "DP-SGD, epsilon = 8 at 70.0" in text[2]
     # a second scheme that is useful and private too: no "only" sentence
-    other = Point("DP instance encoding, epsilon = 8", 60, 5.0, "(8, 1e-05)-DP", "release")
-    assert not any(t.startswith("Only") for t in recommend(pts + [other], baseline=base, random_reid=4.8,
-                                                               metric="accuracy", ceilings=(10,), chance_utility=42.0))
-    # the worst threat is the largest rate above its own random line, not the largest rate
+    other = Point("DP instance encoding, epsilon = 8", 60, 0.0, "(8, 1e-05)-DP", "release", leak_ci=(-2.0, 3.0))
+    assert not any(t.startswith("Only") for t in recommend(pts + [other], baseline=base, metric="accuracy",
+                                                               ceilings=(10,), chance_utility=42.0))
+    # the worst threat is the largest advantage over its own chance line, not the largest rate
     threats = {"release": {"rate": 30.0, "random_guess": 25.0}, "model": {"rate": 12.0, "random_guess": 4.0}}
     assert worst_threat(threats) == threats["model"]
+    scaled = {"release": {"rate": 30.0, "advantage": 6.7}, "model": {"rate": 12.0, "advantage": 8.3}}
+    assert worst_threat(scaled) == scaled["model"]
 
 
 def test_clopper_pearson_and_reidentification():
@@ -139,10 +143,22 @@ def test_tiny_audit_end_to_end_resumes_and_reports(tiny_model, cache_dir, tmp_pa
     # the report leads with the audit
     page = build_report([out / "points"], tmp_path / "report").read_text()
     assert page.index("<section") == page.index('<section id="audit"')
-    assert "audit_frontier_tweets_frozen.png" in page and "At most 5 % re-identification" in page
+    assert "audit_frontier_tweets_frozen.png" in page and "Leakage at most 5 % above chance" in page
     md = markdown_report([out / "points"])
     assert "Pareto front" in md and "model: membership AUC" in md and "LiRA, online, 4 reference models" in md  # small data: 4
-    assert md.index("Bottom line:") < md.index("| scheme |")
+    assert md.index("Bottom line:") < md.index("| scheme |") and "empirical epsilon (95 % lower bound)" in md
+    for r in recs:  # every threat on the common scale, with its chance line and an empirical epsilon
+        for t in r["threats"].values():
+            lo, hi = t["advantage_ci95"]
+            assert lo <= t["advantage"] <= hi and t["at_chance"] == (lo <= 0)
+            assert t["advantage"] == pytest.approx(100 * (t["rate"] - t["chance"]) / (100 - t["chance"]), abs=0.02)
+            assert t["empirical_epsilon"]["epsilon_lb"] >= 0
+        assert r["empirical_epsilon"] == max(t["empirical_epsilon"]["epsilon_lb"] for t in r["threats"].values())
+        lo, hi = r["utility_ci95"]
+        assert lo <= r["utility"] <= hi and r["useful"] == (lo > r["chance_utility"])
+    release = by["none"]["threats"]["release"]  # all 60 distractors are training rows here: chance 8 / 68
+    assert release["task_distractors"] == 60 and release["chance"] == pytest.approx(100 * 8 / 68, abs=1e-3)
+    assert release["advantage"] == 100.0 and not release["at_chance"] and release["empirical_epsilon"]["epsilon_lb"] > 0
 
 
 def test_changed_settings_are_refused_then_replaced_with_force(tiny_model, cache_dir, tmp_path, small_attack):
@@ -200,7 +216,7 @@ def test_landing_page_summary_navigation_and_headers(tmp_path):
     assert "3 audit points on 1 task (tweets)." in page and "3 result records" in page
     assert '<nav>' in page and 'href="#audit"' in page
     assert "<th></th>" not in page
-    assert re.search(r"At most 5 % re-identification: the best utility is 60.0 accuracy from DP instance encoding, epsilon = 8", page)
+    assert re.search(r"Leakage at most 5 % above chance: the best utility is 60.0 accuracy from DP instance encoding, epsilon = 8", page)
     assert page.index("<section") == page.index('<section id="audit"')  # the audit leads
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from privnlu.audit.frontier import NO_USEFUL_UTILITY, Point, recommend
+from privnlu.audit.frontier import NO_USEFUL_UTILITY, Point, clopper_pearson, recommend
 
 WORDS = ["river", "stone", "cloud", "amber", "violet", "harbor", "meadow", "lantern", "copper", "willow"]
 
@@ -163,12 +163,13 @@ def test_a_long_stage_moves_its_bar(monkeypatch):
 
 
 def _record(scheme, title, setting, utility, rate, chance=56.0, keyless=None, guarantee="none"):
+    lo, hi = clopper_pearson(round(rate * 60 / 100), 60)
     return {"kind": "audit", "task": "mine", "mode": "frozen", "metric": "accuracy", "scheme": scheme,
             "scheme_title": title, "setting": setting, "utility": utility, "n_train": 600, "seconds": 3.0,
             "random_guess_reid": 1.96, "chance_utility": chance,
             "own_leakage": {} if keyless is None else {"keyless_abs_head": keyless},
             "guarantee": {"kind": "none", "text": guarantee},
-            "reid": {"rate": rate, "identified": int(rate), "n_private": 60, "ci95": [0.0, 100.0], "attack": "search",
+            "reid": {"rate": rate, "identified": int(rate), "n_private": 60, "ci95": [lo, hi], "attack": "search",
                      "candidates": 5060, "distractors": 5000, "threat": "release"},
             "examples": [{"private": "a secret", "released": "noise", "recovered": "a secret"}]}
 
@@ -185,21 +186,22 @@ def test_a_majority_class_point_is_flagged_in_table_plot_and_recommendation():
     table = rows(RECORDS)
     assert NO_USEFUL_UTILITY in table[2][2] and NO_USEFUL_UTILITY in table[1][2]  # 50 < 56 and 56 == 56
     assert NO_USEFUL_UTILITY not in table[0][2] and NO_USEFUL_UTILITY not in table[3][2]
-    assert table[1][6] == "keyless abs(x~) head 98.0, beats the owner's 56.0"
+    assert table[1][8] == "keyless abs(x~) head 98.0, beats the owner's 56.0"
     points, front, _, advice = analysis(RECORDS)
     assert [p.label for p in front] == ["DP instance encoding, epsilon = 64", "no privacy"]  # eps 1 is not "optimal"
     fig = frontier_axes(RECORDS)
     handles, labels = fig.axes[0].get_legend_handles_labels()
     assert NO_USEFUL_LABEL in labels and "majority class (utility)" in labels
-    crossed = handles[labels.index(NO_USEFUL_LABEL)].get_offsets().tolist()
-    assert sorted(map(tuple, crossed)) == [(1.0, 50.0), (30.0, 56.0)]
+    crossed = sorted(map(tuple, handles[labels.index(NO_USEFUL_LABEL)].get_offsets().tolist()))
+    adv = lambda rate: 100 * (rate - 1.96) / (100 - 1.96)  # noqa: E731 - the advantage over the chance line
+    assert crossed == [pytest.approx((adv(1.0), 50.0), abs=0.01), pytest.approx((adv(30.0), 56.0), abs=0.01)]
     assert fig.axes[0].get_lines()[-1].get_ydata()[0] == 56.0  # the majority-class line
     # the recommendation opens with a plain bottom line and never calls the eps = 1 point the best utility
     assert advice[0].startswith("Bottom line: use DP instance encoding, epsilon = 64; it keeps 91 % of the non-private "
-                                "utility") and "re-identifies 4.0 %" in advice[0]
+                                "utility") and "re-identifies 4.0 % of the private sentences against a chance line of 2.0 %" in advice[0]
     text = " ".join(advice)
     assert "best utility is 50.0" not in text and "best utility is 56.0" not in text
-    at1 = next(a for a in advice if a.startswith("At most 1 %"))
+    at1 = next(a for a in advice if a.startswith("Leakage at most 1 %"))
     assert NO_USEFUL_UTILITY in at1 and "majority class (56.0)" in at1
     assert any(a.startswith("No useful utility") and "epsilon = 1 (50.0)" in a for a in advice)
     # the keyless attacker's classifier beats the owner's own head: said right after the bottom line
@@ -208,15 +210,14 @@ def test_a_majority_class_point_is_flagged_in_table_plot_and_recommendation():
 
 def test_bottom_line_when_nothing_is_useful_or_private():
     base = Point("no privacy", 80.0, 100.0)
-    flat = recommend([base, Point("DP-IE, epsilon = 1", 22.2, 1.0)], baseline=base, random_reid=2.0, metric="accuracy",
+    flat = recommend([base, Point("DP-IE, epsilon = 1", 22.2, 1.0)], baseline=base, metric="accuracy",
                      chance_utility=29.0)
-    assert flat[0].startswith("Bottom line: no privatized setting we measured beats always guessing the majority class")
+    assert flat[0].startswith("Bottom line: no privatized setting we measured is clearly better than always guessing")
     assert "best utility" not in " ".join(flat)
-    leaky = recommend([base, Point("TextHide", 70.0, 60.0)], baseline=base, random_reid=2.0, metric="accuracy",
-                      chance_utility=29.0)
+    leaky = recommend([base, Point("TextHide", 70.0, 60.0)], baseline=base, metric="accuracy", chance_utility=29.0)
     assert "least leaking useful one is TextHide" in leaky[0] and "treat the data as exposed" in leaky[0]
     hopeless = recommend([Point("no privacy", 29.0, 100.0), Point("X", 28.0, 1.0)], baseline=Point("no privacy", 29.0, 100.0),
-                         random_reid=2.0, metric="accuracy", chance_utility=29.0)
+                         metric="accuracy", chance_utility=29.0)
     assert "even without privacy" in hopeless[0]
 
 

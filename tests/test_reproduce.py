@@ -44,6 +44,8 @@ def test_every_recipe_is_listed_with_its_paper_artefact_title_and_folder(capsys)
     (["reproduce", "xie2021-scaling", "--repair", "3y40"], "--repair takes ROUNDSxITERS"),
     (["reproduce", "xie2022-figure1", "--dp-mechanisms", "uniform"], "--dp-mechanisms are gaussian, laplace"),
     (["reproduce", "huang2020-table1", "--variants", "intra,both"], "--variants are baseline, intra, inter"),
+    (["reproduce", "huang2020-table1", "--tasks", "nosuchtask"], "unknown task 'nosuchtask'"),
+    (["reproduce", "xie2022-figure1", "--tasks", "sst2,nosuchtask"], "unknown task 'nosuchtask'"),
 ])
 def test_bad_input_is_one_line_and_exit_2_before_any_work(tmp_path, monkeypatch, capsys, argv, says):
     monkeypatch.chdir(tmp_path)

@@ -99,7 +99,7 @@ def attack(kind: str, *, task: str | None = None, payload: str | Path | None = N
 
 def audit(task: str, *, schemes: Sequence[str] | None = None, out: str | Path = "runs/audit", report: bool = True,
           progress: bool = True, force: bool = False, **settings: Any) -> list[dict]:
-    """Every scheme of the registry (or ``schemes``) on ``task``: utility against sentence re-identification, one
+    """Every scheme of the registry (or ``schemes``) on ``task``: utility against leakage (advantage over chance), one
     record per point under ``out/points`` (a rerun keeps finished points and refuses points made with other
     settings; ``force`` replaces them), and the HTML report in ``out/report``.
     ``settings``: :class:`privnlu.audit.AuditSettings` fields (``train_limit``, ``n_private``, ``dp_epsilons``, ...)."""

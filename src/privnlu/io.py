@@ -145,6 +145,12 @@ def _umask() -> int:
     return mask
 
 
+def umask_mode(*, executable: bool = False) -> int:
+    """The mode an ordinary new file gets under the user's umask (0644, or 0755 when ``executable``, under the usual
+    022; 0600 under 077): for files meant for readers, which must still follow a private umask."""
+    return (0o777 if executable else 0o666) & ~_umask()
+
+
 def remove_stale_temps(path: str | os.PathLike[str]) -> list[Path]:
     """Remove temporary files an earlier, killed writer of ``path`` left beside it (``.<name>.*.tmp``).
 

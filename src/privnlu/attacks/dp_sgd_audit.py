@@ -192,6 +192,26 @@ def file_features(path: str) -> tuple[torch.Tensor, torch.Tensor, int, dict]:
 
 # -- the audit ------------------------------------------------------------------------------------------------------
 
+#: the most canaries an audit takes, whatever the machine
+MAX_CANARIES = 1_000_000
+#: memory per canary value at its peak: the canaries, their copy in the training set, the batches (float32 each)
+CANARY_BYTES_PER_VALUE = 16
+
+
+def check_canaries(canaries: int, dim: int, *, memory: int | None = None) -> None:
+    """One line (before any work) unless ``canaries`` is in ``[2, MAX_CANARIES]`` and their values at width ``dim``
+    fit :data:`~privnlu.attacks.dp_audit.MEMORY_FRACTION` of the machine's physical memory."""
+    from .dp_audit import MEMORY_FRACTION, physical_memory
+
+    require(isinstance(canaries, int) and 2 <= canaries <= MAX_CANARIES,
+            f"--canaries must be a whole number in [2, {MAX_CANARIES:,}], not {canaries:,}")
+    total = memory if memory is not None else physical_memory()
+    need = CANARY_BYTES_PER_VALUE * canaries * dim
+    require(need <= MEMORY_FRACTION * total, f"--canaries {canaries:,} at width {dim:,} need about "
+            f"{need / 2**30:.1f} GiB of memory, more than {MEMORY_FRACTION:.0%} of this machine's "
+            f"{total / 2**30:.1f} GiB; lower --canaries")
+
+
 def audit_dp_sgd(features: torch.Tensor, labels: torch.Tensor, *, num_outputs: int, config: Any, canaries: int = 1000,
                  under_noise: float | None = None, hidden: tuple[int, ...] = (128,), seed: int | None = None,
                  progress: bool = False, source: dict | None = None) -> dict:
@@ -210,7 +230,7 @@ def audit_dp_sgd(features: torch.Tensor, labels: torch.Tensor, *, num_outputs: i
             "the audit needs one class id per feature row")
     require(num_outputs >= 2, "the audit needs a classification task with at least 2 classes")
     require(int(labels.min()) >= 0 and int(labels.max()) < num_outputs, f"labels must be in [0, {num_outputs})")
-    require(canaries >= 2, f"the audit needs at least 2 canaries, not {canaries}")
+    check_canaries(canaries, features.shape[1])
     require(under_noise is None or (math.isfinite(under_noise) and under_noise >= 1),
             f"the under-noise factor must be >= 1, not {under_noise}")
     n_real, n_max = len(features), len(features) + canaries

@@ -136,8 +136,8 @@ class AuditSettings:
         float_list, default=(0.1, 0.34, 0.7), range=Range(lo=0, hi=1, lo_open=True, hi_open=True, items=True),
         group="grid"))
     mi_references: int | None = param(Option(
-        "mi_references", "--mi-references", "membership inference: reference models the attacker trains (LiRA, "
-        "frozen mode; default: 8, 4 for a training set under 5,000 rows)", int, range=Range(lo=2, integer=True, note="LiRA needs reference models with and "
+        "mi_references", "--mi-references", "membership inference: reference models the attacker trains (LiRA; "
+        "in joint mode each is a fine-tuning run; default: 8, 4 for a training set under 5,000 rows)", int, range=Range(lo=2, integer=True, note="LiRA needs reference models with and "
                                                                                 "without each candidate"), group="attacker"))
     calibration_tokens: int = param(Option("calibration_tokens", "--calibration-tokens", "training tokens used to "
                                            "calibrate eta", int, default=3000, range=POS_INT, group="grid"))
@@ -216,6 +216,10 @@ def fit_to_data(s: AuditSettings, n_train: int, n_dev: int, n_public: int | None
     public = s.public_size if s.public_size is not None else min(distractors, n_public or distractors)
     require(n_public is None or public <= n_public,
             f"--public-size {public} is more than the {n_public} public sentences packaged: lower it")
+    require(rest - aux + n_dev >= n_private,
+            f"only {rest - aux + n_dev} training and dev rows are left as same-distribution distractors beside "
+            f"--private {n_private} and --aux-size {aux}; the release threat's chance line needs at least as many as "
+            "there are private sentences: lower --private or --aux-size, or give more dev rows")
     available = rest - aux + n_dev + public
     require(distractors <= available,
             f"--distractors {distractors} is more than the {available} candidate sentences available (other training "

@@ -4,13 +4,15 @@ Candidates: the audit's ``n`` private training sentences (members) first, then u
 of the same distribution (training-split rows past ``--train-limit``, then the first evaluation split; never a
 text the model was trained on). The attacker gets what :data:`~privnlu.attacks.membership.MEMBERSHIP_THREAT`
 grants: query access to the trained model (its logits for any input, through the scheme's own query path), the
-public training recipe, and the candidates. Frozen mode runs online LiRA (Carlini et al. 2022) with
-``--mi-references`` reference models trained by that recipe on random halves of the candidates; joint mode runs
-the loss attack (Yeom et al. 2018), because a reference model there is a full fine-tuning run each.
+public training recipe, and the candidates. Both modes run online LiRA (Carlini et al. 2022) with
+``--mi-references`` reference models trained by that recipe on random halves of the candidates: in frozen mode a head
+on the candidates' representations, in joint mode a fine-tuning run of the encoder and head on their texts (the
+candidates then reach the attack as row numbers, which the recipe and the query turn into texts). Each reference
+model draws its own keys and noise (a seed of its own when the audit is seeded), never the owner's.
 
-Reported: ROC AUC, TPR at 0.1 % and 1 % FPR, and the re-identification share: the attacker names its ``n``
-highest-scoring candidates, and the share of the private sentences among them is compared with random naming,
-``n / (n + D)``.
+Reported: ROC AUC, TPR at 0.1 % and 1 % FPR, the re-identification share (the attacker names its ``n``
+highest-scoring candidates; random naming hits ``n / (n + D)``) on the audit's common scale, and the empirical
+epsilon of the ranking (:mod:`.leakage`).
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ from typing import Any, Callable
 
 import torch
 
-from ..attacks.membership import LiRA, LossAttack, membership_metrics, top_n_reidentification
+from ..attacks.membership import LiRA, membership_metrics, top_n_reidentification
 from ..attacks.threat import MEMBERSHIP_THREAT, AttackerView, Corpus
 from ..data import TextDataset
 from ..models import FeatureCache, extract_features
 from ..schemes import NoPrivacy
 from ..training.engine import Prepared, RunSpec, train_run
+from .leakage import on_scale, ranking_epsilon
 
 #: the audit's shared context (:class:`privnlu.audit.run.Context`, not imported: run imports this module)
 Context = Any
@@ -82,52 +85,81 @@ def candidates(ctx: Context) -> Corpus:
                   torch.cat([labels, pool.labels]))
 
 
+def reference_seed(seed: int | None, r: int) -> int | None:
+    """The seed of the attacker's ``r``-th reference model: never the audited model's own (which would hand the
+    attacker the owner's keys and noise); ``None`` (OS randomness) when the audit is not seeded."""
+    return None if seed is None else (seed + 7919 * (r + 1)) % 2**31
+
+
 def reference_trainer(ctx: Context, spec: RunSpec) -> Callable[[torch.Tensor, torch.Tensor], Query]:
-    """The public training recipe, run by the attacker: a model trained like the audited one (``spec``: frozen head,
-    same settings, the attacker's own keys and noise) on representations ``x`` with ``labels``; its query function."""
+    """The public training recipe, run by the attacker: a model trained like the audited one (``spec``: same mode
+    and settings, the attacker's own keys and noise) on candidates ``x`` with ``labels``; its query function.
+
+    Frozen mode: ``x`` are representations, and a head is trained on them. Joint mode: ``x`` are candidate row
+    numbers (:func:`joint_candidates`), and the encoder is fine-tuned with the head on their texts."""
     prep = ctx.prep
     first = prep.task.eval_splits[0]
     evals = {first: prep.evals[first].head(64)}  # per-epoch evaluation only; the attacker never needs it
     if spec.scheme.release == "once":  # d_chi: a head on clean representations
         spec = replace(spec, scheme=NoPrivacy())
+    calls = [0]
 
     def train(x: torch.Tensor, labels: torch.Tensor) -> Query:
+        run = replace(spec, train=replace(spec.train, seed=reference_seed(spec.train.seed, calls[0])))
+        calls[0] += 1
+        keep: dict = {}
+        if spec.mode == "joint":
+            texts = [ctx.joint_texts[int(i)] for i in x.flatten().tolist()]
+            ds = TextDataset(prep.train.name, "train", texts, [int(y) for y in labels], label_names=prep.train.label_names)
+            ref = Prepared(prep.task, prep.encoder, ds, evals, None, {}, None, ctx.public_texts if spec.inter else None)
+            train_run(run, ref, progress=False, group="reference", keep=keep)
+            return joint_query(ctx, keep)
         # frozen training reads representations and labels only; the texts stay with the attacker
         ds = TextDataset(prep.train.name, "train", [""] * len(x), [int(y) for y in labels],
                          label_names=prep.train.label_names)
         ref = Prepared(prep.task, prep.encoder, ds, evals, x, {first: prep.eval_x[first][:64]}, prep.public_x, None)
-        keep: dict = {}
-        train_run(replace(spec, mode="frozen"), ref, progress=False, group="reference", keep=keep)
+        train_run(replace(run, mode="frozen"), ref, progress=False, group="reference", keep=keep)
         return keep["query"]
 
     return train
 
 
-def membership_threat(ctx: Context, spec: RunSpec, keep: dict) -> dict:
+def joint_query(ctx: Context, keep: dict) -> Query:
+    """A fine-tuned model's query on candidate row numbers: its own encoder on their texts, then its head."""
+    def query(rows: torch.Tensor) -> torch.Tensor:
+        texts = [ctx.joint_texts[int(i)] for i in rows.flatten().tolist()]
+        x = extract_features(keep["encoder"], texts, None, max_length=ctx.settings.max_length, progress=False)
+        return keep["query"](x.float())
+
+    return query
+
+
+def membership_threat(ctx: Context, spec: RunSpec, keep: dict, delta: float) -> dict:
     """Membership inference on the model the point trained under ``spec``; the threat's record (see the module
-    docstring)."""
+    docstring). ``delta``: the empirical epsilon's."""
     s = ctx.settings
     pool = candidates(ctx)
     n = ctx.n
-    if s.mode == "joint":  # the fine-tuned encoder represents the candidates the attacker queries with
-        enc = keep["encoder"]
-        x = extract_features(enc, pool.texts, None, max_length=s.max_length, progress=False).float()
-        pool = Corpus(pool.texts, x, pool.labels)
-    view = AttackerView(MEMBERSHIP_THREAT, candidates=pool, query=keep["query"],
-                        **({"train_reference": reference_trainer(ctx, spec)} if s.mode == "frozen" else {}))
-    if s.mode == "frozen":
-        attack, name = LiRA(n_reference=s.mi_references, rng=ctx.rng()), (
-            f"LiRA, online, {s.mi_references} reference models (Carlini et al. 2022)")
-    else:
-        attack, name = LossAttack(), "loss attack (Yeom et al. 2018); no reference models in joint mode"
+    query = keep["query"]
+    if s.mode == "joint":  # candidates as row numbers: every model represents them with its own encoder
+        ctx.joint_texts = pool.texts
+        pool = Corpus(pool.texts, torch.arange(len(pool.texts), dtype=torch.float32)[:, None], pool.labels)
+        query = joint_query(ctx, keep)
+    view = AttackerView(MEMBERSHIP_THREAT, candidates=pool, query=query, train_reference=reference_trainer(ctx, spec))
+    attack = LiRA(n_reference=s.mi_references, rng=ctx.rng())
+    name = (f"LiRA, online, {s.mi_references} reference models (Carlini et al. 2022)"
+            + (", each fine-tuned by the point's recipe" if s.mode == "joint" else ""))
     scores = attack.run(view)
     member = torch.zeros(len(pool), dtype=torch.bool)
     member[:n] = True
     reid = top_n_reidentification(scores, n)
     metrics = membership_metrics(scores, member)
+    ci = [round(v, 2) for v in reid["ci95"]]
     return {"threat": "model", "attack": name, "auc": round(metrics["auc"], 4),
             "tpr_at_fpr": {"0.01": metrics["tpr_at_fpr_0.01"], "0.001": metrics["tpr_at_fpr_0.001"]},
             "balanced_accuracy": round(metrics["balanced_accuracy"], 4), "rate": round(reid["rate"], 2),
-            "identified": reid["identified"], "n_private": n, "ci95": [round(v, 2) for v in reid["ci95"]],
-            "random_guess": round(reid["random_guess"], 3), "candidates": len(pool), "distractors": len(pool) - n,
-            "n_members": metrics["n_members"], "n_nonmembers": metrics["n_nonmembers"]}
+            "identified": reid["identified"], "n_private": n, "ci95": ci,
+            "random_guess": round(reid["random_guess"], 3), **on_scale(reid["rate"], ci, reid["random_guess"]),
+            "candidates": len(pool), "distractors": len(pool) - n,
+            "n_members": metrics["n_members"], "n_nonmembers": metrics["n_nonmembers"],
+            "empirical_epsilon": ranking_epsilon(scores, member, delta)}

@@ -9,12 +9,14 @@ For each grid point (:mod:`privnlu.audit.grid`) the audit measures
   and dev sentences, then public Wikipedia sentences; no text twice) and names at most one candidate per
   released item (per recovered group for the reconstruction attack). The rate is the share of the ``n``
   private sentences among the names, ``|names & private| / n``. Naming ``n`` distinct candidates uniformly at
-  random gives ``n / (n + D)`` in expectation: the random-guess reference;
+  random among those of the task's own data gives ``n / (n + D_task)`` in expectation: the chance line;
 * each scheme's own leakage figures (token survival for d_chi, the keyless ``|x~|`` head's accuracy and the
   reconstruction success of Xie & Hong 2021 for TextHide and DP-IE);
 * the **model threat**: membership inference on the point's trained model (:mod:`privnlu.audit.membership`), with
   its own re-identification share (the attacker names its ``n`` most likely members);
-* the point's leakage is its **worst threat** (the largest rate above its random-guess line), named in the record;
+* every threat on one scale, its **advantage over its own chance line** with a 95 % interval, and an **empirical
+  epsilon** from its true and false positives (:mod:`privnlu.audit.leakage`);
+* the point's leakage is its **worst threat** (the largest advantage over chance), named in the record;
   a scheme that releases only the model (DP-SGD) has the model threat alone;
 * the **guarantee**: the scheme's own (:meth:`privnlu.schemes.Scheme.guarantee`): the accounted per-example
   (epsilon, delta) of the whole training release for DP-IE, none for TextHide, eta (metric DP) for d_chi.
@@ -63,6 +65,7 @@ from ..training.engine import Prepared, RunSpec, prepare, release_once, train_ru
 from ..version import __version__
 from .frontier import clopper_pearson
 from .grid import AuditSettings, GridPoint, fit_to_data, grid
+from .leakage import advantage, chance_share, on_scale, release_epsilon
 from .membership import membership_threat, nonmember_pool
 
 N_EXAMPLES = 3
@@ -84,11 +87,13 @@ class Context:
     aux: torch.Tensor  # train row ids of the reconstruction attacker's auxiliary data
     candidates: Corpus  # the n private sentences first, then the distractors
     chance_utility: float
+    task_distractors: int  # the first distractors, from the task's own data (training and dev rows); then public ones
     progress: bool
     out: Path
     _space: TokenSpace | None = None
     _seconds: dict[str, float] | None = None  # the last duration of each kind of stage (the next one's estimate)
     _nonmembers: Corpus | None = None
+    joint_texts: list[str] | None = None  # joint-mode membership inference: the candidates' texts, by row number
 
     @property
     def n(self) -> int:
@@ -96,7 +101,9 @@ class Context:
 
     @property
     def random_reid(self) -> float:
-        return 100.0 * self.n / len(self.candidates)
+        """The release threat's chance line (%): ``n`` names drawn at random among the candidates of the task's own
+        data (public sentences are of another domain, which an attacker who knows the task sets aside)."""
+        return chance_share(self.n, self.n + self.task_distractors)
 
     @property
     def space(self) -> TokenSpace:
@@ -111,6 +118,10 @@ class Context:
         if self._nonmembers is None:
             self._nonmembers = nonmember_pool(self)
         return self._nonmembers
+
+    @property
+    def public_texts(self) -> list[str]:
+        return _public_texts(self.settings)
 
     def rng(self) -> SecretGenerator:
         return SecretGenerator(self.settings.seed, warn=False)
@@ -137,7 +148,10 @@ def build_context(s: AuditSettings, out: Path, *, progress: bool = True) -> Cont
              (prep.evals[first].texts_a, prep.eval_x[first], range(len(prep.evals[first]))),
              (_public_texts(s), prep.public_x, range(len(prep.public_x)))]
     rows: list[torch.Tensor] = []
+    task_rows = None  # distractors taken before the public pool
     for pool_texts, pool_x, idx in pools:
+        if pool_x is prep.public_x:
+            task_rows = len(rows)
         for i in idx:
             if len(rows) >= s.distractors:
                 break
@@ -149,11 +163,16 @@ def build_context(s: AuditSettings, out: Path, *, progress: bool = True) -> Cont
     if len(rows) < s.distractors:
         raise PrivnluError(f"only {len(rows)} distinct distractor sentences are available, {s.distractors} asked; "
                            "raise --public-size or lower --distractors")
+    task_rows = len(rows) if task_rows is None else task_rows
+    if task_rows < len(private):
+        raise PrivnluError(f"only {task_rows} distractor sentences come from the task's own data (training and dev "
+                           f"rows that are neither private nor auxiliary), fewer than the {len(private)} private ones: "
+                           "the chance line would be above 50 %; lower --private or --aux-size, or give more dev rows")
     candidates = Corpus(texts, torch.cat([xs[0], torch.stack(rows)]).float())
     gold = list(prep.evals[first].labels)
     majority = max(set(gold), key=gold.count)
     chance = metrics.compute(prep.task.metric, [majority] * len(gold), gold)["score"]
-    return Context(s, base, prep, private, aux, candidates, chance, progress, out)
+    return Context(s, base, prep, private, aux, candidates, chance, task_rows, progress, out)
 
 
 def _public_texts(s: AuditSettings) -> list[str]:
@@ -167,6 +186,18 @@ def reidentification(guesses: list[int], n: int) -> dict:
     hits = len({int(g) for g in guesses if 0 <= int(g) < n})
     lo, hi = clopper_pearson(hits, n)
     return {"rate": round(100.0 * hits / n, 2), "identified": hits, "n_private": n, "ci95": [round(lo, 2), round(hi, 2)]}
+
+
+def release_threat(ctx: Context, guesses: list[int], attack: str, delta: float) -> dict:
+    """The release threat's record: the re-identification share against its chance line on the common scale, and the
+    empirical epsilon of its one decision (the named set) over the task's own candidates."""
+    n, d = ctx.n, ctx.task_distractors
+    reid = reidentification(guesses, n)
+    named_out = len({int(g) for g in guesses if n <= int(g) < n + d})
+    return {"threat": "release", **reid, "attack": attack, "random_guess": round(ctx.random_reid, 3),
+            **on_scale(reid["rate"], reid["ci95"], ctx.random_reid), "candidates": len(ctx.candidates),
+            "distractors": len(ctx.candidates) - n, "task_distractors": d,
+            "empirical_epsilon": release_epsilon(reid["identified"], n, named_out, d, delta)}
 
 
 #: how often a stage's bar moves (seconds)
@@ -308,24 +339,28 @@ def run_point(ctx: Context, point: GridPoint) -> dict:
             own["keyless_abs_head"] = keyless["score"]
     threats: dict[str, dict] = {}
     examples: list[dict] = []
+    guarantee = scheme.guarantee(calibration=train["dp"], joint=s.mode == "joint",
+                                 model=public_model_name(prep.encoder))
+    delta = guarantee.delta if guarantee.delta is not None else s.dp_delta  # the empirical epsilon's delta
     if scheme.release != "model":  # the released representations or text
         guesses, attack_own, examples = ATTACKS[scheme.threat.attacks[0]](ctx, point, scheme, released)
         own.update(attack_own)
-        threats["release"] = {"threat": "release", **reidentification(guesses, ctx.n),
-                              "attack": scheme.threat.audit_attack, "random_guess": round(ctx.random_reid, 3),
-                              "candidates": len(ctx.candidates), "distractors": len(ctx.candidates) - ctx.n}
+        threats["release"] = release_threat(ctx, guesses, scheme.threat.audit_attack, delta)
     with _stage(ctx, f"{point.name}: membership inference on the trained model ({s.mi_references} reference "
-                     "models)" if s.mode == "frozen" else f"{point.name}: membership inference on the trained model",
-                "membership"):
-        threats["model"] = membership_threat(ctx, spec, keep)
-    guarantee = scheme.guarantee(calibration=train["dp"], joint=s.mode == "joint",
-                                 model=public_model_name(prep.encoder))
+                     "models)", "membership"):
+        threats["model"] = membership_threat(ctx, spec, keep, delta)
+    first = prep.task.eval_splits[0]
+    utility_ci = train["eval"][first].get("score_ci95")
+    empirical = max(t["empirical_epsilon"]["epsilon_lb"] for t in threats.values())
     return {
         "kind": "audit", "privnlu": __version__, "task": prep.task.name, "metric": prep.task.metric,
         "scheme": point.scheme, "scheme_title": scheme.title, "setting": _setting(point, eta),
         "point": point.to_json(), "name": point.name, "mode": s.mode,
-        "utility": round(float(train["score"]), 2), "train": train,
-        "reid": worst_threat(threats), "threats": threats,
+        "utility": round(float(train["score"]), 2), "utility_ci95": utility_ci, "train": train,
+        "useful": utility_ci is None or utility_ci[0] > ctx.chance_utility,
+        "reid": worst_threat(threats), "threats": threats, "at_chance": all(t["at_chance"] for t in threats.values()),
+        "empirical_epsilon": empirical, "formal_epsilon": guarantee.epsilon,
+        "refuted": guarantee.epsilon is not None and empirical > guarantee.epsilon,
         "random_guess_reid": round(ctx.random_reid, 3), "chance_utility": round(ctx.chance_utility, 2),
         "own_leakage": own, "guarantee": guarantee.to_json(), "examples": examples,
         "n_train": len(prep.train), "encoder": public_model_name(prep.encoder), "settings": s.key(point),
@@ -334,8 +369,11 @@ def run_point(ctx: Context, point: GridPoint) -> dict:
 
 
 def worst_threat(threats: dict[str, dict]) -> dict:
-    """The threat whose re-identification rate stands furthest above its own random-guess line."""
-    return dict(max(threats.values(), key=lambda t: t["rate"] - t["random_guess"]))
+    """The threat with the largest advantage over its own chance line (:mod:`.leakage`)."""
+    def scale(t: dict) -> float:
+        return t["advantage"] if "advantage" in t else advantage(t["rate"], t["random_guess"])
+
+    return dict(max(threats.values(), key=scale))
 
 
 def _setting(point: GridPoint, eta: float | None) -> str:
@@ -419,14 +457,16 @@ def point_path(out: Path, point: GridPoint) -> Path:
 
 
 def finished(path: Path, settings: AuditSettings, point: GridPoint) -> dict | None:
-    """The point's record if it exists and was made with the same settings."""
+    """The point's record if it exists and was made with the same settings (and carries the common scale and the
+    empirical epsilon: a point of an older privnlu is recomputed)."""
     if not path.exists():
         return None
     try:
         rec = read_json(path)
     except (ValueError, OSError):
         return None
-    return rec if rec.get("kind") == "audit" and rec.get("settings") == settings.key(point) else None
+    current = rec.get("kind") == "audit" and "empirical_epsilon" in rec
+    return rec if current and rec.get("settings") == settings.key(point) else None
 
 
 def data_sizes(settings: AuditSettings) -> tuple[int, int, int]:
@@ -487,13 +527,18 @@ def run_audit(settings: AuditSettings, out: str | Path, *, resume: bool = False,
         log(f"{len(points) - len(todo)} of {len(points)} points already finished under {out}; keeping them")
     if todo:
         ctx = build_context(settings, out, progress=progress)
-        log(f"{ctx.n} private sentences among {len(ctx.candidates)} candidates (random guess {ctx.random_reid:.2f} %); "
+        log(f"{ctx.n} private sentences among {len(ctx.candidates)} candidates, {ctx.task_distractors} of the others "
+            f"from the task's own data (chance line of the released data {ctx.random_reid:.2f} %); "
             f"{len(todo)} points to compute")
         for p in tqdm(todo, desc="audit points", disable=not progress):
             rec = run_point(ctx, p)
             write_json_atomic(point_path(out, p), rec)
             done[p.name] = rec
-            flag = "  no useful utility (at or below the majority class)" if rec["utility"] <= rec["chance_utility"] else ""
-            log(f"{p.name:28s} {rec['metric']} {rec['utility']:6.2f}  re-identified {rec['reid']['rate']:6.2f} %  "
-                f"({rec['seconds']:.0f} s){flag}")
+            flag = "" if rec["useful"] else "  no useful utility (its interval reaches the majority class)"
+            red = "  RED FLAG: empirical epsilon above the formal claim" if rec["refuted"] else ""
+            worst = rec["reid"]
+            log(f"{p.name:28s} {rec['metric']} {rec['utility']:6.2f}  advantage over chance {worst['advantage']:6.2f} % "
+                f"({worst['threat']}: {worst['rate']:.1f} % against {worst['chance']:.1f} %"
+                f"{', at chance' if rec['at_chance'] else ''})  empirical epsilon >= {rec['empirical_epsilon']:.2f}  "
+                f"({rec['seconds']:.0f} s){flag}{red}")
     return [done[p.name] for p in points]

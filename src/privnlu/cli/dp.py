@@ -17,8 +17,10 @@ DP_IE = ("mechanism", "epsilon", "delta", "clip", "calibration", "k", "noise")
 
 FEATURES = Option("features", "--features", "instead of --task: a safetensors file with tensors 'features' (n x d) "
                   "and 'labels' (n class ids)", metavar="FILE", group="data")
-CANARIES = Option("canaries", "--canaries", "canaries m, each in the training set with probability 1/2", int,
-                  default=1000, range=Range(lo=2, integer=True), group="audit")
+CANARIES = Option("canaries", "--canaries", "canaries m, each in the training set with probability 1/2 (at most "
+                  "1,000,000, and as many as half the machine's memory holds)", int,
+                  default=1000, range=Range(lo=2, hi=1_000_000, integer=True),  # = attacks.dp_sgd_audit.MAX_CANARIES
+                  group="audit")
 UNDER_NOISE = Option("under_noise", "--under-noise", "divide the calibrated noise multiplier by FACTOR while the "
                      "record still states the claimed epsilon: a deliberately broken run the audit should catch",
                      float, range=Range(lo=1, hi=1e6), metavar="FACTOR", group="audit")
@@ -177,7 +179,7 @@ def run_audit(args: argparse.Namespace) -> int:
     with tqdm(disable=args.quiet, desc="dp audit", unit="draw") as bar:
         rec = audit_claim(scheme, dim=args.dim or 64, epochs=args.encodings_per_example or 1, draws=args.draws,
                           pairs=args.pairs or 3, target_loss=args.target_loss or 2.0, model=args.model, seed=args.seed,
-                          progress=bar.update)
+                          progress=bar.update, announce=say)
     if args.out:
         write_json_atomic(args.out, rec)
     for r in rec["results"]:

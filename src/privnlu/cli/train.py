@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import DATA, ENCODER, TRAINING, run_spec, say, warn_seed
+from .common import DATA, ENCODER, TRAINING, run_spec, say, scheme_from_args, warn_seed
 from .options import add, scheme_options
 
 
@@ -26,11 +26,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..training.engine import train
+    from ..training.run_folder import check_run_dir
 
     warn_seed(args)
-    spec = run_spec(args)
-    run_dir = Path(args.out) if args.out else Path("runs/train") / spec.label
+    scheme = scheme_from_args(args)
+    run_dir = Path(args.out) if args.out else Path("runs/train") / f"{args.task}-{scheme.label}"  # RunSpec.label
+    check_run_dir(run_dir, resume=args.resume, overwrite=args.force)  # before any data, encoder or engine is loaded
+    from ..training.engine import train
+
+    spec = run_spec(args, scheme=scheme)
     rec = train(spec, run_dir, resume=args.resume, overwrite=args.force, refresh_cache=args.refresh_cache,
                 progress=not args.quiet, log=say, ledger=args.ledger)
     split = next(iter(rec["eval"]))

@@ -49,6 +49,53 @@ def compute(metric: str, pred: Sequence[float], gold: Sequence[float]) -> dict[s
     return out
 
 
+#: resamples of the bootstrap interval of a score that is not a plain share (F1, MCC)
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def score_interval(metric: str, pred: Sequence[float], gold: Sequence[float], confidence: float = 0.95) -> list[float] | None:
+    """A 95 % interval of the headline score (x100) over the evaluation examples; ``None`` for regression.
+
+    Accuracy: Clopper-Pearson on the correct count. F1 and MCC: the percentile bootstrap over examples
+    (:data:`BOOTSTRAP_RESAMPLES` resamples of the confusion table, multinomial with its cell shares, fixed seed),
+    each resample scored by the same formula as the point estimate (a zero denominator scores 0, as in scikit-learn).
+    """
+    if metric == "pearson_spearman":
+        return None
+    p, g = np.asarray(pred).astype(np.int64), np.asarray(gold).astype(np.int64)
+    n = len(g)
+    if n == 0:
+        return None
+    if metric == "accuracy":
+        from ..stats import clopper_pearson
+
+        lo, hi = clopper_pearson(int((p == g).sum()), n, confidence)
+        return [round(100 * float(lo), 2), round(100 * float(hi), 2)]
+    k = int(max(p.max(), g.max())) + 1
+    cells = np.bincount(g * k + p, minlength=k * k) / n
+    tables = np.random.default_rng(0).multinomial(n, cells, size=BOOTSTRAP_RESAMPLES).reshape(-1, k, k).astype(float)
+    scores = _f1_of(tables) if PRIMARY[metric] == "f1" else _mcc_of(tables)
+    a = (1 - confidence) / 2
+    lo, hi = np.quantile(scores, [a, 1 - a])
+    return [round(100 * float(lo), 2), round(100 * float(hi), 2)]
+
+
+def _f1_of(tables: np.ndarray) -> np.ndarray:
+    """Binary F1 of the positive class 1 of each (gold, pred) confusion table."""
+    tp, fp, fn = tables[:, 1, 1], tables[:, 0, 1], tables[:, 1, 0]
+    den = 2 * tp + fp + fn
+    return np.where(den > 0, 2 * tp / np.maximum(den, 1e-300), 0.0)
+
+
+def _mcc_of(tables: np.ndarray) -> np.ndarray:
+    """Matthews correlation (multiclass, Gorodkin 2004) of each (gold, pred) confusion table."""
+    c = np.trace(tables, axis1=1, axis2=2)
+    s = tables.sum(axis=(1, 2))
+    t, p = tables.sum(axis=2), tables.sum(axis=1)
+    den = np.sqrt((s**2 - (p**2).sum(1)) * (s**2 - (t**2).sum(1)))
+    return np.where(den > 0, (c * s - (p * t).sum(1)) / np.maximum(den, 1e-300), 0.0)
+
+
 def majority(metric: str, train_labels: Sequence[float], gold: Sequence[float], *, regression: bool = False) -> dict[str, float]:
     """The score of predicting train's most frequent label (its mean for regression) on ``gold``: the floor a
     table must show beside a score (MRPC's F1 of "always paraphrase" is 81.2). ``score`` x100; ``accuracy`` x100

@@ -52,7 +52,17 @@ def recipe_options(recipe: registry.Recipe, given: dict) -> dict:
         raise PrivnluError(f"{recipe.name} takes no {', '.join(flag(d) for d in extra)} (its options: {takes})")
     opts = registry.options(recipe, given)
     recipe.check(opts)
+    check_tasks(opts)
     return opts
+
+
+def check_tasks(opts: dict) -> None:
+    """Refuse an unknown ``task`` or ``tasks`` name before any folder or file is made (one line)."""
+    from ..data.tasks import get_task
+
+    named = [opts["task"]] if isinstance(opts.get("task"), str) else []
+    for t in [*named, *(opts.get("tasks") or ())]:
+        get_task(str(t))
 
 
 def plan(recipe: registry.Recipe, points: list, out: Path) -> tuple[list, list, list[str]]:
@@ -131,7 +141,7 @@ def write_script(out: Path, command: str, names: list[str], say: Callable[[str],
         say(f"reproduce.sh not rewritten: {out} holds records this command does not make ({', '.join(others[:3])}"
             f"{', ...' if len(others) > 3 else ''})")
         return
-    write_text_atomic(out / "reproduce.sh", f"#!/bin/sh\n{command}\n", mode=0o755)
+    write_text_atomic(out / "reproduce.sh", f"#!/bin/sh\n{command}\n", mode=umask_mode(executable=True))
 
 
 # -- running points --------------------------------------------------------------------------------------------
@@ -152,7 +162,7 @@ def run_point(name: str, opts: dict, point_name: str, out: str, machine: Machine
             return point.name, 0.0, f"made meanwhile by another command: {made}"
         ctx = machine.context(folder, folder / f".{point.name}.part.json")
         rec = registry.public_record(recipe.run(opts, point, ctx))
-        write_json_atomic(folder / f"{point.name}.json", rec, mode=0o644)
+        write_json_atomic(folder / f"{point.name}.json", rec, mode=umask_mode())
         ctx.scratch.unlink(missing_ok=True)
     return point.name, time.time() - t0, summary(rec)
 

@@ -45,13 +45,17 @@ MODEL_DIR = "model"  # the global model in the Hugging Face layout (privnlu.trai
 WIRE = WIRE_FILE
 
 
-def _resume_key(cfg: FederatedConfig) -> dict:
+def _resume_key(cfg: FederatedConfig, run_dir: Path | None = None) -> dict:
+    """The settings a checkpoint must match to be resumed; with ``run_dir``, their paths written as the run folder
+    shares them (:func:`~privnlu.schemas.paths.shareable`: relative, or a reference), never this machine's."""
+    from ..schemas import shareable
+
     d = asdict(cfg)
     if not cfg.client_dp_epsilon:  # client DP-SGD's noise is calibrated for exactly --rounds
         d.pop("rounds")  # a resumed run may go on for more rounds
     d.pop("eval_every")
     d.pop("checkpoint_every")
-    return d
+    return d if run_dir is None else shareable(d, run_dir)
 
 
 def make_strategy(cfg: FederatedConfig, initial: dict[str, torch.Tensor]) -> ResumableRounds | DPFedSGD:
@@ -261,7 +265,7 @@ def _save(path: Path, cfg: FederatedConfig, model, strategy, rnd: int, history: 
         meta.update(dp_releases=strategy.releases, dp_noise_multiplier=strategy.noise_multiplier,
                     dp_noise_state=strategy.rng.experiment_state())
     ckpt.save(path, written_by="federated", step=rnd, mode=SECRET_MODE, tensors=tensors, state={
-        "round": rnd, "history": history, "config": _resume_key(cfg), "strategy": meta})
+        "round": rnd, "history": history, "config": _resume_key(cfg, path.parent), "strategy": meta})
 
 
 def _restore(path: Path, cfg: FederatedConfig, model, strategy) -> tuple[int, list[dict]]:
@@ -272,9 +276,10 @@ def _restore(path: Path, cfg: FederatedConfig, model, strategy) -> tuple[int, li
     # a checkpoint from before a setting existed ran with that setting's default
     if "train_embeddings" not in saved and saved.get("mode") == "joint":
         saved = {**saved, "train_embeddings": True}  # checkpoints that predate the setting trained the tables
-    defaults = _resume_key(FederatedConfig(task=cfg.task))
+    defaults = _resume_key(FederatedConfig(task=cfg.task), path.parent)
     saved = {**{k: v for k, v in defaults.items() if k not in saved}, **saved}
-    if not ckpt.same_settings(saved, _resume_key(cfg)):
+    if not (ckpt.same_settings(saved, _resume_key(cfg, path.parent))  # checkpoints before paths were portable:
+            or ckpt.same_settings(saved, {**_resume_key(FederatedConfig(task=cfg.task)), **_resume_key(cfg)})):
         hint = ""
         if saved.get("train_embeddings") and not cfg.train_embeddings:
             hint = " (it trained the embedding tables, which leaks the clients' words; start a new run)"

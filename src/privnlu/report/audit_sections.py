@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..audit.frontier import NO_USEFUL_UTILITY, Point, pareto_front, recommend, useful
+from ..audit.frontier import NO_USEFUL_UTILITY, Point, at_chance, pareto_front, recommend, refuted, useful
 from ..schemes import canonical, get, names
 from .markup import Markup, bullets, heading, join, para
 from .registry import Context, md_table, section, table
 
-HEAD = ["scheme", "setting", "utility", "worst threat: re-identified % (95 % CI)", "released data: re-identified %",
-        "model: membership AUC, TPR at 1 % / 0.1 % FPR, re-identified %", "own leakage", "formal guarantee", "seconds"]
+HEAD = ["scheme", "setting", "utility (95 % CI)", "leakage: advantage over chance, % (95 % CI), worst threat",
+        "released data: re-identified % against its chance line", "model: membership AUC, TPR at 1 % / 0.1 % FPR, "
+        "re-identified % against its chance line", "empirical epsilon (95 % lower bound)", "formal guarantee",
+        "own leakage", "seconds"]
 MARKERS = dict(zip(names(), "o^vsDPX*"))
 COLORS = dict(zip(names(), ("#222222", "#1f77b4", "#17becf", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")))
 
@@ -52,42 +54,67 @@ def _tpr(x: float | None) -> str:
     return "unresolved" if x is None else f"{100 * x:.1f} %"
 
 
+def _chance(t: dict) -> float:
+    return float(t.get("chance", t.get("random_guess", 0.0)))
+
+
 def _threat(r: dict, name: str) -> str:
-    """One threat's figures, or "-" where it does not apply (or was not measured: records made before it)."""
+    """One threat's figures against its own chance line, or "-" where it does not apply (or was not measured)."""
     t = (r.get("threats") or {}).get(name)
     if t is None:
-        return "-" if r.get("threats") or name != "release" else f"{r['reid']['rate']:.1f} ({r['reid']['attack']})"
+        if r.get("threats") or name != "release":
+            return "-"
+        t = r["reid"]
+    against = f"{t['rate']:.1f} against {_chance(t):.1f}"
     if name == "model":
         tpr = t.get("tpr_at_fpr", {})
-        return (f"AUC {t['auc']:.3f}, TPR {_tpr(tpr.get('0.01'))} / {_tpr(tpr.get('0.001'))}, {t['rate']:.1f} "
-                f"(random {t['random_guess']:.1f}; {t['attack']})")
-    return f"{t['rate']:.1f} ({t['attack']})"
+        return (f"AUC {t['auc']:.3f}, TPR {_tpr(tpr.get('0.01'))} / {_tpr(tpr.get('0.001'))}, {against} "
+                f"({t['attack']})")
+    return f"{against} ({t['attack']})"
 
 
 def utility_cell(r: dict) -> str:
-    """The utility, flagged when it is at or below always predicting the majority class."""
+    """The utility with its 95 % interval, flagged when the interval reaches always predicting the majority class."""
     chance = r.get("chance_utility")
-    if chance is not None and r["utility"] <= chance:
-        return f"{r['utility']:.2f} ({NO_USEFUL_UTILITY}: majority class {chance:.2f})"
-    return f"{r['utility']:.2f}"
+    ci = r.get("utility_ci95")
+    text = f"{r['utility']:.2f}" + (f" ({ci[0]:.1f}-{ci[1]:.1f})" if ci else "")
+    if chance is not None and (ci[0] if ci else r["utility"]) <= chance:
+        return f"{text} ({NO_USEFUL_UTILITY}: majority class {chance:.2f})"
+    return text
+
+
+def leakage_cell(p: Point) -> str:
+    """The point's advantage over chance, its interval and its worst threat; "at chance" when every interval
+    reaches 0."""
+    ci = f" ({p.leak_ci[0]:.1f} to {p.leak_ci[1]:.1f})" if p.leak_ci else ""
+    return f"{p.leak:.1f}{ci}, {p.threat}" + (", at chance" if at_chance(p) else "")
+
+
+def epsilon_cell(r: dict, p: Point) -> str:
+    """The largest empirical epsilon over the threats, each threat's beside it; flagged when it refutes the claim."""
+    parts = [f"{name} {t['empirical_epsilon']['epsilon_lb']:.2f}" for name, t in (r.get("threats") or {}).items()
+             if t.get("empirical_epsilon")]
+    if p.empirical_epsilon is None:
+        return "not measured"
+    flag = f"; REFUTES the formal {p.formal_epsilon:g}" if refuted(p) else ""
+    return f">= {p.empirical_epsilon:.2f} ({', '.join(parts)}){flag}"
 
 
 def rows(recs: list[dict]) -> list[list[object]]:
-    return [[r["scheme_title"], r.get("setting") or "-", utility_cell(r),
-             f"{r['reid']['rate']:.1f} ({r['reid']['ci95'][0]:.1f}-{r['reid']['ci95'][1]:.1f}), "
-             f"{r['reid'].get('threat', 'release')}", _threat(r, "release"), _threat(r, "model"),
-             _own(r), r["guarantee"]["text"], f"{r['seconds']:.0f}"] for r in recs]
+    points = [Point.from_record(r) for r in recs]
+    return [[r["scheme_title"], r.get("setting") or "-", utility_cell(r), leakage_cell(p), _threat(r, "release"),
+             _threat(r, "model"), epsilon_cell(r, p), r["guarantee"]["text"], _own(r), f"{r['seconds']:.0f}"]
+            for r, p in zip(recs, points)]
 
 
 def analysis(recs: list[dict]) -> tuple[list[Point], list[Point], Point | None, list[str]]:
     """(points, Pareto front, no-privacy point, recommendation sentences) of one audit; the front is taken over
-    the points with useful utility only (above the majority class)."""
+    the points with useful utility only (their score's interval above the majority class)."""
     points = [Point.from_record(r) for r in recs]
     base = next((p for p, r in zip(points, recs) if get(scheme_of(r), warn=False).release == "none"), None)
     metric = recs[0]["metric"]
     chance = recs[0].get("chance_utility")
-    advice = recommend(points, baseline=base, random_reid=recs[0]["random_guess_reid"], metric=metric,
-                       chance_utility=chance)
+    advice = recommend(points, baseline=base, metric=metric, chance_utility=chance)
     return points, pareto_front([p for p in points if useful(p, chance)]), base, advice
 
 
@@ -95,16 +122,19 @@ def summary(recs: list[dict]) -> str:
     r0 = recs[0]
     n = r0["reid"]["n_private"]
     schemes = len({r["scheme"] for r in recs})
+    lines = sorted({f"{name} {_chance(t):.2f} %" for r in recs for name, t in (r.get("threats") or {}).items()})
+    lines = lines or [f"release {r0['random_guess_reid']:.2f} %"]
     return (f"{len(recs)} {'point' if len(recs) == 1 else 'points'} over {schemes} {'scheme' if schemes == 1 else 'schemes'} "
             f"on {r0['task']} ({r0['mode']} encoder, {r0['n_train']} training examples, utility = {r0['metric']} x 100 on "
-            f"dev). Leakage: the share of {n} private training sentences the attacker names among {r0['reid']['candidates']} "
-            f"candidates ({r0['reid']['distractors']} distractors); random guessing names {r0['random_guess_reid']:.2f} %. "
-            "Each point's leakage is its worst threat: the data it releases, or its trained model (membership "
-            "inference on labelled non-members of the same distribution).")
+            f"dev, with its 95 % interval). Leakage: each threat (the released data, the trained model) names {n} "
+            "private training sentences among its own candidates, and is put on one scale, its advantage over its own "
+            "chance line, 100 (rate - chance) / (100 - chance): 0 is random guessing, 100 names every private sentence. "
+            f"Chance lines: {', '.join(lines)}. A point's leakage is its "
+            "worst threat; the empirical epsilon is a 95 % lower bound from the attacks' true and false positives.")
 
 
-#: the legend entry of the points at or below the majority class
-NO_USEFUL_LABEL = f"{NO_USEFUL_UTILITY} (at or below the majority class)"
+#: the legend entry of the points whose score interval reaches the majority class
+NO_USEFUL_LABEL = f"{NO_USEFUL_UTILITY} (interval reaches the majority class)"
 
 
 def frontier_axes(recs: list[dict]):
@@ -118,23 +148,28 @@ def frontier_axes(recs: list[dict]):
     seen = set()
     for r, p in zip(recs, points):
         s = scheme_of(r)
-        ax.scatter(p.reid, p.utility, marker=MARKERS.get(s, "o"), s=70, color=COLORS.get(s, "k"), zorder=3, alpha=0.85,
+        xerr = [[p.leak - p.leak_ci[0]], [p.leak_ci[1] - p.leak]] if p.leak_ci else None
+        yerr = [[p.utility - p.utility_ci[0]], [p.utility_ci[1] - p.utility]] if p.utility_ci else None
+        ax.errorbar(p.leak, p.utility, xerr=xerr, yerr=yerr, fmt="none", ecolor=COLORS.get(s, "k"), alpha=0.35,
+                    lw=1, zorder=2)
+        ax.scatter(p.leak, p.utility, marker=MARKERS.get(s, "o"), s=70, color=COLORS.get(s, "k"), zorder=3, alpha=0.85,
                    edgecolor="white", linewidth=0.6, label=None if s in seen else r["scheme_title"])
         seen.add(s)
-    ax.plot([p.reid for p in front], [p.utility for p in front], "-", color="#888", lw=1.5, zorder=2,
+    ax.plot([p.leak for p in front], [p.utility for p in front], "-", color="#888", lw=1.5, zorder=2,
             drawstyle="steps-post")
-    ax.scatter([p.reid for p in front], [p.utility for p in front], s=200, facecolor="none", edgecolor="#888", lw=1.5,
+    ax.scatter([p.leak for p in front], [p.utility for p in front], s=200, facecolor="none", edgecolor="#888", lw=1.5,
                zorder=2, label="Pareto front (ringed, joined)")
-    ax.axvline(recs[0]["random_guess_reid"], color="#555", ls="--", lw=1, label="random guess (re-identification)")
+    ax.axvline(0.0, color="#555", ls="--", lw=1, label="random guessing (every threat's chance line)")
     flat = [p for p in points if not useful(p, chance)]
     if flat:
-        ax.scatter([p.reid for p in flat], [p.utility for p in flat], marker="x", s=150, color="#d62728", lw=2,
+        ax.scatter([p.leak for p in flat], [p.utility for p in flat], marker="x", s=150, color="#d62728", lw=2,
                    zorder=4, label=NO_USEFUL_LABEL)
     if chance is not None:
         ax.axhline(chance, color="#555", ls=":", lw=1, label="majority class (utility)")
-    ax.set_xlabel("sentence re-identification rate (%, lower is more private)")
-    ax.set_ylabel(f"utility: {recs[0]['metric']} on dev (x100, higher is better)")
-    ax.set_xlim(-3, 103)
+    ax.set_xlabel("leakage: advantage over chance under the worst threat (%, 0 = random guessing; 95 % CI bars)")
+    ax.set_ylabel(f"utility: {recs[0]['metric']} on dev (x100; 95 % CI bars)")
+    low = min([0.0] + [p.leak_ci[0] if p.leak_ci else p.leak for p in points])
+    ax.set_xlim(min(-5.0, low - 3), 103)
     ax.grid(alpha=0.3)
     ax.set_title(f"{recs[0]['task']}: privacy-utility frontier")
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=9, frameon=False)  # outside the axes: covers no data
@@ -174,19 +209,33 @@ def render_audit(records: list[dict], ctx: Context) -> Markup | None:
     parts = []
     for i, ((task, mode), recs) in enumerate(sorted(groups.items())):
         _, _, _, advice = analysis(recs)
+        flags = [a for a in advice if a.startswith("Red flag")]
+        rest = advice[len(flags):]
         parts.append(join(
             heading(3, f"{task} ({mode})") if len(groups) > 1 else None,
-            para(Markup("<strong>"), advice[0], Markup("</strong>"), cls="bottom-line"),
+            *[para(f, cls="red-flag") for f in flags],
+            para(Markup("<strong>"), rest[0], Markup("</strong>"), cls="bottom-line"),
             para(summary(recs)),
             frontier_figure(recs, ctx, f"audit_frontier_{task}_{mode}"),
-            heading(4, "Recommendation (computed from the points above)"), bullets(advice[1:]),
+            heading(4, "Recommendation (computed from the points above)"), bullets(rest[1:]),
             heading(4, "Every point"), table(HEAD, rows(recs), cls="text"),
-            para("Re-identification: one name per released item (per recovered group for the reconstruction "
-                 "attack); 95 % Clopper-Pearson interval over the private sentences. Formal guarantees: DP instance encoding is "
-                 "accounted per example over the whole training release with dp-accounting; d_chi's eta bounds the output "
-                 "distributions by exp(eta d) with d the embedding distance, it is not an (epsilon, delta) guarantee.", cls="note"),
+            para(NOTE, cls="note"),
             heading(4, "What the attacker recovers"), examples(recs)))
     return join(*parts)
+
+
+#: what the table's columns mean
+NOTE = ("Utility: the 95 % interval over the dev examples (Clopper-Pearson for accuracy, a bootstrap for F1 and MCC); "
+        "no useful utility when it reaches always predicting the majority class. Re-identification: one name per "
+        "released item (per recovered group for the reconstruction attack), or the top n of membership inference; "
+        "each threat against its own chance line, and on the common scale as its advantage over it, with the 95 % "
+        "Clopper-Pearson interval over the private sentences; at chance when every threat's interval reaches 0. "
+        "Empirical epsilon: a 95 % lower bound on epsilon, ln((1 - delta - FNR) / FPR) at the upper ends of "
+        "Clopper-Pearson intervals of the attacks' false-negative and false-positive rates over the private sentences "
+        "and the non-members of the task's own data; an estimate from one seeded draw of candidates, which refutes a "
+        "formal epsilon below it. Formal guarantees: DP instance encoding is accounted per example over the whole "
+        "training release with dp-accounting; d_chi's eta bounds the output distributions by exp(eta d) with d the "
+        "embedding distance, it is not an (epsilon, delta) guarantee.")
 
 
 def audit_markdown(records: list[dict]) -> str | None:
@@ -196,7 +245,10 @@ def audit_markdown(records: list[dict]) -> str | None:
     parts = []
     for (task, mode), recs in sorted(groups.items()):
         _, front, _, advice = analysis(recs)
-        parts.append(f"**{task} ({mode})**: {advice[0]}\n\n{summary(recs)}\n\n" + md_table(HEAD, rows(recs)) + "\n\n"
+        flags = [a for a in advice if a.startswith("Red flag")]
+        rest = advice[len(flags):]
+        parts.append("".join(f"**{f}**\n\n" for f in flags) + f"**{task} ({mode})**: {rest[0]}\n\n{summary(recs)}\n\n"
+                     + md_table(HEAD, rows(recs)) + "\n\n"
                      + f"Pareto front (points with useful utility): {'; '.join(p.label for p in front) or 'none'}.\n\n"
-                     + "\n".join(f"- {a}" for a in advice[1:]))
+                     + "\n".join(f"- {a}" for a in rest[1:]) + f"\n\n{NOTE}")
     return "\n\n".join(parts)

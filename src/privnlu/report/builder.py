@@ -12,9 +12,10 @@ matplotlib.use("Agg")
 
 from ..version import __version__
 from ..errors import PrivnluError
-from ..io import record_files, write_text_atomic
+from ..io import record_files, umask_mode, write_text_atomic
 from ..schemas import check_record
 from . import markup
+from .dp_claims import check_dp_claims
 from .registry import SECTIONS, Context, TextOnly, html_markdown, plural
 
 #: one module per feature area; each registers its sections when imported (see :mod:`.registry`)
@@ -71,6 +72,7 @@ def load_results(paths: list[str | Path]) -> list[dict]:
         for r in items:
             if isinstance(r, dict) and "kind" in r:
                 check_record(r, file=f)  # typed fields before any section renders (privnlu.schemas.records)
+                check_dp_claims(r, f)  # a DP-SGD guarantee is recomputed, never taken on trust
                 r.setdefault("_source", str(f))
                 records.append(r)
     if not records:
@@ -166,7 +168,8 @@ def build_report(paths: list[str | Path], out_dir: str | Path, *, title: str = "
                            records=plural(len(used), "result record"),
                            stamp=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                            sections=[{"name": sec.name, "title": sec.title, "body": body} for sec, body in bodies])
-        write_text_atomic(stage / "index.html", page, mode=0o644)  # a page for readers: not 0600 like mkstemp
+        # a page for readers: the umask's mode (not mkstemp's 0600, nor a fixed 0644 that a private umask forbids)
+        write_text_atomic(stage / "index.html", page, mode=umask_mode())
         out.mkdir(parents=True, exist_ok=True)
         for f in sorted(stage.iterdir(), key=lambda f: f.name == "index.html"):  # the page last
             if f.is_file():

@@ -17,6 +17,7 @@ from ..errors import PrivnluError, require, require_choice
 from ..options import OPTIONS
 from ..params import DELTA, Option, check_privacy_params, fmt_number, param
 from .base import Guarantee, Scheme, ThreatModel
+from .dp_sgd_claim import verify_dp_sgd
 from .registry import register
 
 #: Opacus's privacy accountants privnlu offers, and their names in words
@@ -70,15 +71,17 @@ class DPSGD(Scheme):
 
     def guarantee(self, *, calibration: dict | None = None, joint: bool = False, **context: Any) -> Guarantee:
         """The guarantee of a model trained as ``calibration`` says (a :class:`~privnlu.training.dp_sgd.DPSGDResult`'s
-        JSON), or the target before training; joint mode keeps it (the encoder is trained with DP-SGD too)."""
+        JSON), or the target before training; joint mode keeps it (the encoder is trained with DP-SGD too). A
+        calibration's epsilon is verified against its own mechanism first (:mod:`.dp_sgd_claim`)."""
         cal = calibration or {}
-        eps, accountant = cal.get("epsilon"), ACCOUNTANTS.get(cal.get("accountant", self.accountant), self.accountant)
         which = "encoder and head" if joint else "head"
-        if eps is None:
+        if not cal:
             delta = "1/(10 n)" if self.delta is None else f"{self.delta:g}"
             return Guarantee("dp", f"({self.epsilon:g}, {delta})-DP per training example for the released model "
-                                   f"(target; DP-SGD on the {which}, {accountant} accountant)",
+                                   f"(target; DP-SGD on the {which}, {ACCOUNTANTS[self.accountant]} accountant)",
                              epsilon=self.epsilon, delta=self.delta)
+        eps = verify_dp_sgd(cal, where="the model's DP-SGD record")  # recomputed, never taken on trust
+        accountant = ACCOUNTANTS[cal["accountant"]]
         delta = float(cal["delta"])
         how = ", ".join(f"{k} {v}" for k, v in (
             ("noise multiplier", _num(cal.get("noise_multiplier"))), ("sampling rate", _num(cal.get("sample_rate"))),

@@ -58,6 +58,9 @@ HEX64 = re.compile(r"[0-9a-f]{64}")
 HEX16 = re.compile(r"[0-9a-f]{16}")
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # no text of the ledger may steer a terminal or break a line
+#: the noise multipliers an event may record, [low, high): beyond them the accountants overflow, and no release
+#: privnlu makes comes near them (epsilon <= 1000 needs more noise than 1e-6; above 1e6 epsilon is 0 to print)
+NOISE_MULTIPLIER = (1e-6, 1e6)
 
 
 def empty() -> dict:
@@ -158,7 +161,8 @@ def check_events(path: Path, where: str, events: Any) -> list[dict]:
     for i, e in enumerate(events):
         w = f"{where} event {i + 1}"
         ev = {"kind": _text(path, f"{w} kind", e.get("kind"), choices=EVENT_KINDS),
-              "noise_multiplier": _number(path, f"{w} noise_multiplier", e.get("noise_multiplier"), optional=False),
+              "noise_multiplier": _number(path, f"{w} noise_multiplier", e.get("noise_multiplier"), optional=False,
+                                          lo=NOISE_MULTIPLIER[0], lo_open=False, hi=NOISE_MULTIPLIER[1]),
               "count": _integer(path, f"{w} count", e.get("count"), lo=1)}
         if ev["kind"] == "poisson-gaussian":
             ev["sample_rate"] = _number(path, f"{w} sample_rate", e.get("sample_rate"), hi=1.0 + 1e-12, optional=False)
@@ -224,8 +228,19 @@ def sqlite_error(path: Path, exc: sqlite3.Error) -> PrivnluError:
     return PrivnluError(f"ledger {path}: {text}")
 
 
+def check_integrity(path: Path, con: sqlite3.Connection) -> None:
+    """SQLite's ``PRAGMA integrity_check``: a corrupt file (damaged pages, broken indexes) is refused in one line
+    before anything is read from it or written into it; a read alone does not notice a damaged index page."""
+    rows = con.execute("PRAGMA integrity_check(1)").fetchall()
+    if rows != [("ok",)]:
+        first = " ".join(str(rows[0][0] if rows else "no answer").split())[:200]
+        raise PrivnluError(f"ledger {path}: corrupt (SQLite integrity check: {first}); restore it from a backup")
+
+
 def check_schema(path: Path, con: sqlite3.Connection) -> None:
-    """Exactly privnlu's tables (and SQLite's automatic indexes); no trigger, view or other object."""
+    """The file's integrity (:func:`check_integrity`), then exactly privnlu's tables (and SQLite's automatic
+    indexes); no trigger, view or other object."""
+    check_integrity(path, con)
     for kind, name, sql in con.execute("SELECT type, name, sql FROM sqlite_master"):
         if kind == "index" and str(name).startswith("sqlite_autoindex_") and sql is None:
             continue
@@ -433,7 +448,7 @@ def _json_rows(path: Path, data: dict) -> tuple[list[dict], dict[str, list[str]]
     if not isinstance(raw, dict):
         raise _bad(path, "datasets", raw, "a table of datasets")
     datasets = {fp: check_dataset(path, fp, h) for fp, h in raw.items()}
-    releases = data.get("releases", [])
+    releases = data.get("releases")  # required: a JSON ledger without its list of releases is malformed, not empty
     if not isinstance(releases, list) or not all(isinstance(r, dict) for r in releases):
         raise _bad(path, "releases", releases, "a list of releases")
     rows = []

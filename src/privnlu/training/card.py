@@ -19,6 +19,7 @@ from typing import Any
 
 from ..params import plural
 from ..schemes import for_finetune_mode, from_record, get, names
+from ..schemes.dp_sgd_claim import verify_dp_sgd
 
 GLUE_TASKS = ("sst2", "cola", "mrpc", "rte", "stsb", "qnli", "qqp", "mnli")
 
@@ -98,7 +99,8 @@ def _privacy_block(pipeline: dict) -> dict:
 
 def dp_sgd_rows(dp: dict) -> list[str]:
     """The Privacy table's rows of a model trained with DP-SGD (a :class:`~privnlu.training.dp_sgd.DPSGDResult`'s
-    JSON)."""
+    JSON), its epsilon verified against its own mechanism first (:func:`~privnlu.schemes.dp_sgd_claim.verify_dp_sgd`)."""
+    verify_dp_sgd(dp, where="the model's DP-SGD record")
     target = dp.get("target_epsilon")
     return [f"| training | DP-SGD (Opacus, {dp.get('grad_sample_mode')} per-example gradients) |",
             f"| per-example clipping (L2) | {dp['clip']:g} |",
@@ -124,7 +126,7 @@ def hf_metadata(*, label: str, task: str | None, evals: dict | None, tags: list[
         metrics = []
         for split, values in evals.items():
             for name, v in values.items():
-                if name != "score":
+                if name != "score" and _is_number(v):  # an interval (score_ci95) is not a metric value
                     metrics.append({"type": name, "value": pct(v), "name": f"{split} {name}"})
         meta["model-index"] = [{"name": label, "results": [{
             "task": {"type": pipeline_tag},
@@ -178,8 +180,13 @@ def _where(enc: dict) -> str:
 
 def _scores(evals: dict) -> str:
     """Every metric of every split, in percent."""
-    return "; ".join(f"{md(split)}: " + ", ".join(f"{md(k)} {pct(v):.2f}%" for k, v in vals.items() if k != "score")
+    return "; ".join(f"{md(split)}: " + ", ".join(f"{md(k)} {pct(v):.2f}%" for k, v in vals.items()
+                                                  if k != "score" and _is_number(v))
                      for split, vals in evals.items())
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def query_sentence(pipeline: dict) -> str:

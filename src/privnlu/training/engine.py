@@ -38,10 +38,8 @@ from ..schemes import NoPrivacy, Scheme, create
 from ..version import __version__
 from .batching import pad
 from .losses import targets_from_labels
+from .run_folder import MODEL_DIR, RUN_FILES, check_run_dir  # noqa: F401 (re-exported: the engine's names)
 from .trainer import TrainConfig, evaluate, fit
-
-#: the subfolder of a train run that holds its model in the Hugging Face layout (training.export)
-MODEL_DIR = "model"
 
 
 @dataclass(frozen=True)
@@ -307,24 +305,6 @@ def train_run(
     if scratch and run_dir is not None:
         shutil.rmtree(run_dir, ignore_errors=True)
     return record
-
-
-#: the files of a run folder; a folder holding any of them holds a run
-RUN_FILES = ("result.json", "checkpoint.json", "checkpoint.safetensors", "checkpoint.pt", "key.pt", MODEL_DIR)
-
-
-def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
-    """Refuse to replace an earlier run (its result, checkpoint and key) unless ``resume`` or ``overwrite`` says so."""
-    found = [f for f in RUN_FILES if (run_dir / f).exists()]
-    if resume:  # an older pickle checkpoint is refused before any work, never opened
-        from ..models.checkpoint import refuse_legacy
-
-        refuse_legacy(run_dir / "checkpoint.pt")
-    if resume and overwrite:
-        raise PrivnluError("--resume continues the run in the folder, --force replaces it: give one of them")
-    if found and not (resume or overwrite):
-        raise PrivnluError(f"{run_dir} already holds a run ({', '.join(found)}): continue it with --resume, replace it "
-                           "(key file included) with --force, or choose another --out")
 
 
 def train(spec: RunSpec, run_dir: str | Path, *, resume: bool = False, overwrite: bool = False,

@@ -74,6 +74,7 @@ from ..rng import SecretGenerator
 from ..data.dataset import TextDataset
 from ..schemas import recorded_path
 from ..schemes import Scheme, from_record
+from ..schemes.dp_sgd_claim import verify_dp_sgd
 
 if TYPE_CHECKING:
     from ..mechanisms.dchi import TokenSpace
@@ -340,6 +341,7 @@ def load(run: str | Path, *, key: str | Path | None = None, model: str | Path | 
                 raise PrivnluError("--key: a d_chi model has no key (its queries are privatized with public parameters)")
             return _load_dchi(pipeline, model_dir, run_dir, model, device, rng or SecretGenerator(), samples)
         privacy = pipeline["privacy"]
+        check_dp_sgd_claim(privacy, model_dir / PIPELINE_FILE)  # before any heavy work
         pool = _load_key(privacy, int(pipeline["encoder"]["hidden_size"]), key, run_dir)  # before any heavy work
         head = load_head(model_dir / HEAD_DIR, device=device)
         encoder = _load_encoder(pipeline, model_dir, run_dir, model, device)
@@ -350,6 +352,18 @@ def load(run: str | Path, *, key: str | Path | None = None, model: str | Path | 
     scheme = from_record(privacy)
     return Predictor(pipeline, encoder, head, hider, device, pool[1] if pool else None,
                      release=scheme if scheme.release == "once" else None, rng=rng, samples=samples)
+
+
+def check_dp_sgd_claim(privacy: dict, where: Path) -> None:
+    """A DP-SGD model's guarantee, recomputed from its own noise multiplier, sampling rate, steps and delta
+    (:func:`~privnlu.schemes.dp_sgd_claim.verify_dp_sgd`); one line if it is missing, malformed or overstated."""
+    if from_record(privacy).release != "model":
+        return
+    dp = privacy.get("dp")
+    if not dp:
+        raise PrivnluError(f"{where}: a DP-SGD model without its DP-SGD record (privacy.dp): its guarantee cannot "
+                           "be checked")
+    verify_dp_sgd(dp, where=str(where))
 
 
 def check_samples(samples: int | None) -> int | None:
@@ -654,6 +668,9 @@ def read_inputs(text: list[str] | None, text_pair: list[str] | None, input: str 
                                    "delimiter")
             if any(r.get(c) is None for c in cols) and suffix != ".jsonl":
                 raise PrivnluError(f"--input {path}: row {n} has fewer fields than the header")
+            missing = next((c for c in cols if c not in r), None)
+            if missing is not None:  # a JSON line without the column (null is an empty text)
+                raise PrivnluError(f"--input {path}: row {n} has no column '{missing}'")
         texts = [str(r[text_col] or "") for r in records]
         pairs = [str(r[text_pair_col] or "") for r in records] if text_pair_col else None
     if not texts:

@@ -107,11 +107,16 @@ def predict(head: nn.Module, reps: torch.Tensor, *, regression: bool, batch_size
     return logits.squeeze(-1) if regression else logits.argmax(-1)
 
 
-def evaluate(head: nn.Module, eval_sets: dict[str, EvalSet], task: TaskSpec) -> dict[str, dict[str, float]]:
-    return {
-        name: glue_metrics.compute(task.metric, predict(head, x, regression=task.is_regression).numpy(), y.numpy())
-        for name, (x, y) in eval_sets.items()
-    }
+def evaluate(head: nn.Module, eval_sets: dict[str, EvalSet], task: TaskSpec) -> dict[str, dict]:
+    """Each set's metrics, with ``score_ci95``, the 95 % interval of the headline score (classification)."""
+    out: dict[str, dict] = {}
+    for name, (x, y) in eval_sets.items():
+        pred, gold = predict(head, x, regression=task.is_regression).numpy(), y.numpy()
+        out[name] = glue_metrics.compute(task.metric, pred, gold)
+        ci = glue_metrics.score_interval(task.metric, pred, gold)
+        if ci is not None:
+            out[name]["score_ci95"] = ci
+    return out
 
 
 def fit(
