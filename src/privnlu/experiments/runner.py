@@ -132,7 +132,7 @@ def _inside(out: Path) -> bool:
 def write_script(out: Path, command: str, names: list[str], say: Callable[[str], None]) -> None:
     """``out/reproduce.sh``, unless the folder holds records that this command does not make (then an earlier
     command's script, which does, is kept)."""
-    from ..io import write_text_atomic
+    from ..io import umask_mode, write_text_atomic
 
     from ..io import record_files
 
@@ -150,7 +150,7 @@ def run_point(name: str, opts: dict, point_name: str, out: str, machine: Machine
     """Run one point of recipe ``name`` and write its record (free of local paths) atomically; the scratch the
     engine left beside it is removed. A record with the point's settings that another command wrote since the
     plan is kept, not remade (:func:`point_claim`). Returns (point, seconds, a one-line summary)."""
-    from ..io import read_json, write_json_atomic
+    from ..io import read_json, umask_mode, write_json_atomic
 
     recipe = registry.get(name)
     point = next(p for p in recipe.points(opts) if p.name == point_name)
