@@ -29,8 +29,7 @@ from pathlib import Path
 from common import save
 
 from privnlu.audit import AuditSettings
-from privnlu.audit.grid import fit_to_data
-from privnlu.audit.run import base_spec, data_sizes, run_audit
+from privnlu.audit.run import base_spec, resolve, run_audit
 from privnlu.data import get_task, glue_data_available
 from privnlu.data.tasks import register_table_task
 from privnlu.schemes import NoPrivacy
@@ -76,7 +75,7 @@ def main() -> None:
         t0, c0 = time.perf_counter(), time.process_time()
         recs = run_audit(settings, tmp_path / "audit", progress=False)  # first: it pays the encoding
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        spec = replace(base_spec(fit_to_data(settings, *data_sizes(settings))), scheme=NoPrivacy())
+        spec = replace(base_spec(resolve(settings)), scheme=NoPrivacy())
         prep = prepare(spec, progress=False)  # from the cache the audit filled
 
         def plain() -> float:

@@ -145,8 +145,8 @@ def test_tiny_audit_end_to_end_resumes_and_reports(tiny_model, cache_dir, tmp_pa
     assert page.index("<section") == page.index('<section id="audit"')
     assert "audit_frontier_tweets_frozen.png" in page and "Leakage at most 5 % above chance" in page
     md = markdown_report([out / "points"])
-    assert "Pareto front" in md and "model: membership AUC" in md and "LiRA, online, 4 reference models" in md  # small data: 4
-    assert md.index("Bottom line:") < md.index("| scheme |") and "empirical epsilon (95 % lower bound)" in md
+    assert "Pareto front" in md and "model: AUC" in md and "LiRA, online, 4 reference models" in md  # small data: 4
+    assert md.index("Bottom line:") < md.index("| scheme |") and "| empirical epsilon |" in md
     for r in recs:  # every threat on the common scale, with its chance line and an empirical epsilon
         for t in r["threats"].values():
             lo, hi = t["advantage_ci95"]

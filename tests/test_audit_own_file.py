@@ -181,12 +181,13 @@ RECORDS = [_record("none", "no privacy", "", 82.0, 100.0),
 
 
 def test_a_majority_class_point_is_flagged_in_table_plot_and_recommendation():
-    from privnlu.report.audit_sections import NO_USEFUL_LABEL, analysis, frontier_axes, rows
+    from privnlu.report.audit_sections import NO_USEFUL_LABEL, analysis, detail_rows, frontier_axes, rows
 
     table = rows(RECORDS)
     assert NO_USEFUL_UTILITY in table[2][2] and NO_USEFUL_UTILITY in table[1][2]  # 50 < 56 and 56 == 56
     assert NO_USEFUL_UTILITY not in table[0][2] and NO_USEFUL_UTILITY not in table[3][2]
-    assert table[1][8] == "keyless abs(x~) head 98.0, beats the owner's 56.0"
+    assert detail_rows(RECORDS)[1][5] == "keyless abs(x~) head 98.0, beats the owner's 56.0"
+    assert all(len(str(cell)) <= 60 for row in table for cell in row)  # short cells: one line or two
     points, front, _, advice = analysis(RECORDS)
     assert [p.label for p in front] == ["DP instance encoding, epsilon = 64", "no privacy"]  # eps 1 is not "optimal"
     fig = frontier_axes(RECORDS)

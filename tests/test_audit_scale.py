@@ -116,7 +116,7 @@ ISSUE = [
 
 
 def test_a_point_at_its_own_chance_line_is_at_chance_on_the_frontier_in_the_table_and_the_bottom_line():
-    from privnlu.report.audit_sections import analysis, frontier_axes, rows
+    from privnlu.report.audit_sections import analysis, detail_rows, frontier_axes, rows
 
     points, _, _, advice = analysis(ISSUE)
     by = {p.label: p for p in points}
@@ -131,8 +131,10 @@ def test_a_point_at_its_own_chance_line_is_at_chance_on_the_frontier_in_the_tabl
     # the table: each threat against its own chance line, the point at chance
     table = {r[0] + r[1]: r for r in rows(ISSUE)}
     row = table["DP-SGDepsilon = 8"]
-    assert row[3].endswith("model, at chance") and "14.0 against 16.7" in row[5]
-    assert "5.0 against 4.8" in table["DP instance encodingepsilon = 1"][4]
+    assert row[3].endswith(", at chance") and row[4] == "model"
+    details = {r[0] + r[1]: r for r in detail_rows(ISSUE)}
+    assert details["DP-SGDepsilon = 8"][3].endswith("14.0 vs 16.7") and details["DP-SGDepsilon = 8"][2] == "-"
+    assert details["DP instance encodingepsilon = 1"][2] == "5.0 vs 4.8"
     # the bottom line: the most useful setting at chance, against its own line, with its guarantee
     assert advice[0].startswith("Bottom line: use DP-SGD, epsilon = 8; it keeps 95 % of the non-private utility")
     assert "re-identifies 14.0 % of the private sentences against a chance line of 16.7 %" in advice[0]
@@ -174,23 +176,27 @@ def test_a_score_interval_that_reaches_the_majority_class_is_flagged():
     assert advice[-1].startswith("No useful utility") and "epsilon = 1 (42.7)" in advice[-1]
 
 
-def test_an_empirical_epsilon_above_the_formal_claim_is_a_red_flag_at_the_top(tmp_path):
-    from privnlu.report import build_report, markdown_report
+class _Figures:
+    """A report context that keeps no figure file (the section's HTML is what is checked)."""
 
-    broken = _point("dp-ie", "DP-SGD", "epsilon = 1", 80.0, [77.0, 82.8],
-                    [_threat("model", 60.0, MEMBER_CHANCE, eps=2.4)], "(1, 1e-04)-DP", 1.0)
+    def figure(self, fig, name, alt):
+        return ""
+
+
+def test_an_empirical_epsilon_above_the_formal_claim_is_a_red_flag_at_the_top():
+    from privnlu.report.audit_sections import audit_markdown, render_audit
+
+    broken = _point("dp-ie", "DP instance encoding", "epsilon = 1", 80.0, [77.0, 82.8],
+                    [_threat("model", 60.0, MEMBER_CHANCE, eps=2.4)], "(1, 1e-05)-DP", 1.0)
     recs = [ISSUE[0], broken]
-    (tmp_path / "points").mkdir()
-    for i, r in enumerate(recs):
-        (tmp_path / "points" / f"{i}.json").write_text(json.dumps(r))
-    md = markdown_report([tmp_path / "points"])
-    assert md.index("Red flag: the attacks on DP-SGD, epsilon = 1 give an empirical epsilon of at least 2.40") \
-        < md.index("Bottom line")
+    md = audit_markdown(recs)
+    assert md.index("Red flag: the attacks on DP instance encoding, epsilon = 1 give an empirical epsilon of at least "
+                    "2.40") < md.index("Bottom line")
     assert "REFUTES the formal 1" in md
-    page = build_report([tmp_path / "points"], tmp_path / "report", title="audit").read_text()
+    page = str(render_audit(recs, _Figures()))
     assert page.index('class="red-flag"') < page.index("Bottom line")
-    ok = _point("dp-sgd", "DP-SGD", "epsilon = 8", 80.0, [77.0, 82.8], [_threat("model", 20.0, MEMBER_CHANCE, eps=0.3)],
-                "(8, 1e-04)-DP", 8.0)
+    ok = _point("dp-ie", "DP instance encoding", "epsilon = 8", 80.0, [77.0, 82.8],
+                [_threat("model", 20.0, MEMBER_CHANCE, eps=0.3)], "(8, 1e-05)-DP", 8.0)
     assert not any(a.startswith("Red flag") for a in recommend([Point.from_record(r) for r in (ISSUE[0], ok)],
                                                               baseline=Point.from_record(ISSUE[0]), metric="accuracy"))
 
@@ -256,7 +262,9 @@ def test_own_file_audit_puts_each_threat_against_its_own_chance_line(tiny_model,
         assert r["reid"]["advantage"] == worst["advantage"]  # the worst threat is chosen on the common scale
         assert r["at_chance"] == all(t["advantage_ci95"][0] <= 0 for t in r["threats"].values())
     md = (out / "report" / "index.html").read_text()
-    assert "against 16.7" in md and "empirical epsilon (95 % lower bound)" in md
+    assert "vs 16.7" in md and "empirical epsilon" in md and "Every threat against its own chance line" in md
+    csv_rows = (out / "points.csv").read_text().splitlines()
+    assert csv_rows[0].startswith("name,scheme,setting,utility,utility_lo") and len(csv_rows) == 3
 
 
 def test_a_joint_mode_point_is_attacked_with_lira_and_reference_models_fine_tuned_by_its_recipe(

@@ -7,6 +7,7 @@ model builders train on the privatized data (:mod:`privnlu.training`,
 """
 
 import os as _os
+import types as _types
 
 from .version import __version__
 
@@ -16,6 +17,21 @@ _os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 #: one entry per role (privnlu.api), imported on first use so that ``import privnlu`` stays light
 API = ("release", "train", "attack", "audit", "predict")
+
+
+class _AuditPackage(_types.ModuleType):
+    """``privnlu.audit`` is both the audit package and the API entry ``privnlu.audit(task, ...)``: the package is
+    imported by any use of the entry (Python then binds the name to the package), so the package answers the call."""
+
+    def __call__(self, *args, **kwargs):
+        from .api import audit
+
+        return audit(*args, **kwargs)
+
+
+from . import audit as _audit_package  # noqa: E402 - the audit's settings only (no torch)
+
+_audit_package.__class__ = _AuditPackage
 
 
 def __getattr__(name: str):

@@ -14,7 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import PrivnluError
+from .errors import PrivnluError, require
 
 
 def _split(scheme: Any, options: dict[str, Any]):
@@ -101,18 +101,23 @@ def audit(task: str, *, schemes: Sequence[str] | None = None, out: str | Path = 
           progress: bool = True, force: bool = False, **settings: Any) -> list[dict]:
     """Every scheme of the registry (or ``schemes``) on ``task``: utility against leakage (advantage over chance), one
     record per point under ``out/points`` (a rerun keeps finished points and refuses points made with other
-    settings; ``force`` replaces them), and the HTML report in ``out/report``.
-    ``settings``: :class:`privnlu.audit.AuditSettings` fields (``train_limit``, ``n_private``, ``dp_epsilons``, ...)."""
+    settings; ``force`` replaces them), the flat table ``out/points.csv``, and the HTML report in ``out/report``.
+    Returns the table's rows, one flat dict per point (``pandas.DataFrame(rows)`` takes them as they are; the full
+    records are the JSON files). ``settings``: :class:`privnlu.audit.AuditSettings` fields (``train_limit``,
+    ``n_private``, ``dp_epsilons``, ...)."""
     from .audit import AuditSettings
     from .audit.run import run_audit
 
+    require(schemes is None or len(schemes) > 0, "schemes=[] names no scheme: leave it out to audit every scheme")
     s = AuditSettings(task=task, **({"schemes": tuple(schemes)} if schemes else {}), **settings)
     records = run_audit(s, out, resume=not force, force=force, progress=progress)
     if report:
         from .report import build_report
 
         build_report([Path(out) / "points"], Path(out) / "report", title=f"privnlu audit: {task}")
-    return records
+    from .audit.table import point_rows
+
+    return point_rows(records)
 
 
 def predict(run: str | Path, texts: Sequence[str], pairs: Sequence[str] | None = None, *,

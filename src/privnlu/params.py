@@ -188,8 +188,11 @@ def task_name(text: str) -> str:
 
 
 def name_list(text: str) -> tuple[str, ...]:
-    """``"a, b,c"`` -> ``("a", "b", "c")``."""
-    return tuple(v.strip() for v in text.split(",") if v.strip())
+    """``"a, b,c"`` -> ``("a", "b", "c")``; a list that names nothing (``","``) is refused."""
+    names = tuple(v.strip() for v in text.split(",") if v.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(f"'{text}' names nothing: give at least one comma-separated name")
+    return names
 
 
 def parse_m(value: str | int | float) -> float:

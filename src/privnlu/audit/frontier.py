@@ -62,7 +62,7 @@ class Point:
         u_ci = rec.get("utility_ci95")
         eps = [t["empirical_epsilon"]["epsilon_lb"] for t in threats if t.get("empirical_epsilon")]
         return cls(f"{rec['scheme_title']}, {rec['setting']}" if rec.get("setting") else rec["scheme_title"],
-                   float(rec["utility"]), float(scale["advantage"]), rec["guarantee"]["text"],
+                   float(rec["utility"]), float(scale["advantage"]), short_guarantee(rec["guarantee"]),
                    worst.get("threat", "release"), None if keyless is None else float(keyless),
                    tuple(scale["advantage_ci95"]), tuple(u_ci) if u_ci else None, float(worst["rate"]),
                    float(scale["chance"]), worst.get("attack", ""), at_chance, max(eps) if eps else None,
@@ -72,6 +72,18 @@ class Point:
     def scheme(self) -> str:
         """The scheme's part of the label (before the setting)."""
         return self.label.split(",")[0]
+
+
+def short_guarantee(g: dict) -> str:
+    """A guarantee in a few words: "(8, 1e-05)-DP", "eta = 12.3 (metric DP)" or "none" (the record's ``text``
+    gives the accountant and its parameters)."""
+    if g.get("kind") == "dp" and g.get("epsilon") is not None and g.get("delta") is not None:
+        return f"({g['epsilon']:.3g}, {g['delta']:.2g})-DP per {g.get('unit', 'example')}"
+    if g.get("kind") == "metric-dp" and g.get("eta") is not None:
+        return f"eta = {g['eta']:.3g} (metric DP, no (epsilon, delta))"
+    if g.get("kind") == "none":
+        return "none"
+    return str(g.get("text", "none"))
 
 
 def useful(p: Point, chance_utility: float | None) -> bool:

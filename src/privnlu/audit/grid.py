@@ -145,6 +145,9 @@ class AuditSettings:
                                                                  "all)", group="grid"), default=())
     data_dir: str | None = param(OPTIONS["data_dir"], compare=False)
     cache_dir: str | None = param(OPTIONS["cache_dir"].but(group="training and output"), compare=False)
+    #: the SHA-256 of the audited training and dev rows (text and label), fixed from the data before any work: a
+    #: resumed audit never mixes points of two data sets under one task name
+    data_fingerprint: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "schemes", tuple(canonical(s) for s in (self.schemes or names())))
@@ -190,7 +193,8 @@ MIN_DISTRACTORS, MAX_DISTRACTORS = 1000, 5000
 SMALL_DATA, MI_REFERENCES, MI_REFERENCES_SMALL = 5000, 8, 4
 
 
-def fit_to_data(s: AuditSettings, n_train: int, n_dev: int, n_public: int | None = None) -> AuditSettings:
+def fit_to_data(s: AuditSettings, n_train: int, n_dev: int, n_public: int | None = None,
+                n_nonmembers: int | None = None) -> AuditSettings:
     """``s`` with every setting left at "scaled to the data" filled in from the training and dev sizes, checked
     against them before any work: the message names the audit's own options.
 
@@ -199,7 +203,8 @@ def fit_to_data(s: AuditSettings, n_train: int, n_dev: int, n_public: int | None
     many public sentences; encodings per private sentence: ``epochs`` (what training
     releases; at most 50); DP-SGD's batch: a quarter of the rows (at most 256); LiRA: 8 reference models, 4 under
     5,000 training rows. Explicit values are kept, and refused when the data cannot hold them (``n_public``: the
-    public sentences available, if known).
+    public sentences available; ``n_nonmembers``: the labelled sentences the audited models never train on, which
+    membership inference needs at least as many of as there are private sentences; both if known).
     """
     n_private = s.n_private if s.n_private is not None else min(MAX_PRIVATE, max(4, n_train // 10))
     rest = n_train - n_private
@@ -224,6 +229,15 @@ def fit_to_data(s: AuditSettings, n_train: int, n_dev: int, n_public: int | None
     require(distractors <= available,
             f"--distractors {distractors} is more than the {available} candidate sentences available (other training "
             f"rows, dev rows and --public-size {public} public sentences): lower --distractors or raise --public-size")
+    if n_nonmembers is not None:
+        found = min(n_nonmembers, distractors)
+        require(found >= n_private,
+                f"membership inference needs labelled non-members, sentences the audited models never train on: the dev "
+                f"rows that are not training rows (and training rows past --train-limit); only {found} are available "
+                f"for --private {n_private}: give a dev file with other sentences than the training file, or lower "
+                "--private" if found else "membership inference needs labelled non-members, and every dev row is also a "
+                "training row (is the same file given as --train-file and --dev-file?): give a dev file with other "
+                "sentences, or use --train-limit to leave training rows out")
     return replace(
         s, n_private=n_private, aux_size=aux, distractors=distractors, public_size=public,
         attack_epochs=s.attack_epochs if s.attack_epochs is not None else max(2, min(MAX_ATTACK_EPOCHS, s.epochs)),

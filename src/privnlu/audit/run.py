@@ -59,6 +59,7 @@ from ..mechanisms.dchi_stats import token_ids_of
 from ..models.encoder import public_model_name
 from ..params import m_label
 from ..rng import SecretGenerator
+from ..schemas.records import check_audit_point
 from ..schemes import NoPrivacy, Scheme, create
 from ..training import TrainConfig
 from ..training.engine import Prepared, RunSpec, prepare, release_once, train_run
@@ -67,6 +68,7 @@ from .frontier import clopper_pearson
 from .grid import AuditSettings, GridPoint, fit_to_data, grid
 from .leakage import advantage, chance_share, on_scale, release_epsilon
 from .membership import membership_threat, nonmember_pool
+from .table import write_points_csv
 
 N_EXAMPLES = 3
 #: the reconstruction's clusterings in the audit: clique groups and nmf started from them (the strongest), the better
@@ -465,21 +467,53 @@ def finished(path: Path, settings: AuditSettings, point: GridPoint) -> dict | No
         rec = read_json(path)
     except (ValueError, OSError):
         return None
-    current = rec.get("kind") == "audit" and "empirical_epsilon" in rec
-    return rec if current and rec.get("settings") == settings.key(point) else None
+    current = rec.get("kind") == "audit" and "empirical_epsilon" in rec and isinstance(rec.get("settings"), dict) \
+        and "data_fingerprint" in rec["settings"]
+    if not (current and rec.get("settings") == settings.key(point)):
+        return None
+    check_audit_point(rec, file=path)  # a hand-edited point is refused, never reported
+    return rec
 
 
-def data_sizes(settings: AuditSettings) -> tuple[int, int, int]:
-    """(training rows, dev rows, public sentences available) the audit can use, read without encoding anything."""
+@dataclass(frozen=True)
+class DataShape:
+    """What the audit needs to know of its data before any work: sizes, and a fingerprint of the rows."""
+
+    n_train: int
+    n_dev: int
+    n_public: int
+    n_nonmembers: int  # distinct labelled sentences no audited model trains on (membership's non-members)
+    fingerprint: str  # SHA-256 of the audited training and dev rows (text and label)
+
+
+def data_shape(settings: AuditSettings) -> DataShape:
+    """Sizes and fingerprint of the data the audit will use, read without encoding anything."""
+    import hashlib
+
     from ..data import get_task
 
     task = get_task(settings.task)
     require(not task.is_regression,  # validated before any work
             f"the audit needs a classification task (the reconstruction attack uses class labels); {settings.task} is a regression task")
-    n_train = len(task.load("train", settings.data_dir))
-    n_dev = len(task.load(task.eval_splits[0], settings.data_dir))
-    return (min(n_train, settings.train_limit or n_train), min(n_dev, settings.dev_limit or n_dev),
-            len(load_public_corpus("wiki")))
+    full = task.load("train", settings.data_dir)
+    train = full.head(settings.train_limit)
+    dev = task.load(task.eval_splits[0], settings.data_dir).head(settings.dev_limit)
+    seen = set(train.texts_a)
+    spare = full.texts_a[len(train):] if settings.train_limit is not None else []
+    nonmembers = len({t for t in list(spare) + list(dev.texts_a) if t not in seen})
+    digest = hashlib.sha256()
+    for ds in (train, dev):
+        for row in zip(ds.texts_a, ds.texts_b or [""] * len(ds), ds.labels):
+            digest.update(repr(row).encode("utf-8"))
+        digest.update(b"\x00split\x00")
+    return DataShape(len(train), len(dev), len(load_public_corpus("wiki")), nonmembers, digest.hexdigest()[:16])
+
+
+def resolve(settings: AuditSettings) -> AuditSettings:
+    """``settings`` with every size scaled to the data and the data's fingerprint, checked before any work."""
+    shape = data_shape(settings)
+    fitted = fit_to_data(settings, shape.n_train, shape.n_dev, shape.n_public, shape.n_nonmembers)
+    return replace(fitted, data_fingerprint=shape.fingerprint)
 
 
 def check_folder(out: Path, settings: AuditSettings, *, resume: bool, force: bool) -> list[Path]:
@@ -500,6 +534,13 @@ def check_folder(out: Path, settings: AuditSettings, *, resume: bool, force: boo
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             sys.stderr.write(f"privnlu: {path} is not a readable audit point; recomputing it\n")
             continue
+        if "data_fingerprint" not in old:  # written before points named their data: recomputed (see finished)
+            sys.stderr.write(f"privnlu: {path} was made by an older privnlu; recomputing it\n")
+            continue
+        if old["data_fingerprint"] != key["data_fingerprint"]:
+            raise PrivnluError(f"{path} holds a point made on other data (training and dev rows with another "
+                               "fingerprint, under the same task name): use another --out, or --force to replace the "
+                               "folder's points")
         diff = [f"{k} {old.get(k)!r} -> {key.get(k)!r}" for k in sorted(set(old) | set(key)) if old.get(k) != key.get(k)]
         if diff:
             raise PrivnluError(f"{path} holds a point made with other settings ({'; '.join(diff[:4])}"
@@ -510,12 +551,13 @@ def check_folder(out: Path, settings: AuditSettings, *, resume: bool, force: boo
 
 def run_audit(settings: AuditSettings, out: str | Path, *, resume: bool = False, force: bool = False,
               progress: bool = True, log: Callable[[str], None] = lambda s: None) -> list[dict]:
-    """Run every grid point not already finished under ``out``; return all point records.
+    """Run every grid point not already finished under ``out``; return all point records (and write them as the flat
+    table ``out/points.csv``, :mod:`.table`).
 
     ``settings`` left to scale with the data are fixed from the data's size first; the folder is checked
     (:func:`check_folder`) before any work.
     """
-    settings = fit_to_data(settings, *data_sizes(settings))
+    settings = resolve(settings)
     out = Path(out)
     stale = check_folder(out, settings, resume=resume, force=force)
     points = grid(settings)
@@ -541,4 +583,6 @@ def run_audit(settings: AuditSettings, out: str | Path, *, resume: bool = False,
                 f"({worst['threat']}: {worst['rate']:.1f} % against {worst['chance']:.1f} %"
                 f"{', at chance' if rec['at_chance'] else ''})  empirical epsilon >= {rec['empirical_epsilon']:.2f}  "
                 f"({rec['seconds']:.0f} s){flag}{red}")
-    return [done[p.name] for p in points]
+    records = [done[p.name] for p in points]
+    write_points_csv(records, out / "points.csv")  # the flat table a spreadsheet or a notebook sorts
+    return records

@@ -15,7 +15,7 @@ REPORT = Option("no_report", "--no-report", "do not build the HTML report", kind
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("audit", help="every privatization scheme on one task: utility vs sentence re-identification",
+    p = sub.add_parser("audit", help="every privatization scheme on one task: utility vs leakage (advantage over chance)",
                        description="Run each scheme of the registry (or --schemes) on one task, attack each release "
                                    "with its strongest attack (the first of its threat model), and report the "
                                    "privacy-utility frontier. One results JSON per point; --resume continues an "
@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from ..audit import AuditSettings
 
     add(p, *declared(AuditSettings), *DATA[4:], "out", "resume", "force", REPORT,
-        out={"default": "runs/audit", "writes": "dir", "help": "output folder: points/*.json and report/"},
+        out={"default": "runs/audit", "writes": "dir", "help": "output folder: points/*.json, points.csv and report/"},
         resume={"help": "continue the audit in --out: finished points are kept, the others computed (a point made "
                         "with other settings is refused)"},
         force={"help": "replace the audit in --out (without it, or --resume, a folder that holds points is refused)"})

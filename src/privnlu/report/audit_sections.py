@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..audit.frontier import NO_USEFUL_UTILITY, Point, at_chance, pareto_front, recommend, refuted, useful
+from ..audit.frontier import (NO_USEFUL_UTILITY, Point, at_chance, pareto_front, recommend, refuted, short_guarantee,
+                              useful)
 from ..schemes import canonical, get, names
 from .markup import Markup, bullets, heading, join, para
 from .registry import Context, md_table, section, table
 
-HEAD = ["scheme", "setting", "utility (95 % CI)", "leakage: advantage over chance, % (95 % CI), worst threat",
-        "released data: re-identified % against its chance line", "model: membership AUC, TPR at 1 % / 0.1 % FPR, "
-        "re-identified % against its chance line", "empirical epsilon (95 % lower bound)", "formal guarantee",
-        "own leakage", "seconds"]
+HEAD = ["scheme", "setting", "utility (95 % CI)", "leakage: advantage over chance, % (95 % CI)", "worst threat",
+        "empirical epsilon", "formal guarantee", "s"]
+DETAIL_HEAD = ["scheme", "setting", "released data: re-identified % vs chance", "model: AUC; TPR at 1 / 0.1 % FPR; "
+               "re-identified % vs chance", "empirical epsilon by threat", "own leakage"]
 MARKERS = dict(zip(names(), "o^vsDPX*"))
 COLORS = dict(zip(names(), ("#222222", "#1f77b4", "#17becf", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")))
 
@@ -51,26 +52,42 @@ def _own(r: dict) -> str:
 
 
 def _tpr(x: float | None) -> str:
-    return "unresolved" if x is None else f"{100 * x:.1f} %"
+    return "unresolved" if x is None else f"{100 * x:.1f}"
 
 
 def _chance(t: dict) -> float:
     return float(t.get("chance", t.get("random_guess", 0.0)))
 
 
+def _threat_of(r: dict, name: str) -> dict | None:
+    t = (r.get("threats") or {}).get(name)
+    if t is None and not r.get("threats") and name == "release":
+        return r["reid"]  # a record made before threats were recorded: its one threat
+    return t
+
+
 def _threat(r: dict, name: str) -> str:
     """One threat's figures against its own chance line, or "-" where it does not apply (or was not measured)."""
-    t = (r.get("threats") or {}).get(name)
+    t = _threat_of(r, name)
     if t is None:
-        if r.get("threats") or name != "release":
-            return "-"
-        t = r["reid"]
-    against = f"{t['rate']:.1f} against {_chance(t):.1f}"
+        return "-"
+    against = f"{t['rate']:.1f} vs {_chance(t):.1f}"
     if name == "model":
         tpr = t.get("tpr_at_fpr", {})
-        return (f"AUC {t['auc']:.3f}, TPR {_tpr(tpr.get('0.01'))} / {_tpr(tpr.get('0.001'))}, {against} "
-                f"({t['attack']})")
-    return f"{against} ({t['attack']})"
+        return f"AUC {t['auc']:.3f}; {_tpr(tpr.get('0.01'))} / {_tpr(tpr.get('0.001'))}; {against}"
+    return against
+
+
+def attacks_note(recs: list[dict]) -> str:
+    """The attack behind each threat's figures, once for the table (the cells stay short)."""
+    seen: dict[str, str] = {}
+    for r in recs:
+        for name in ("release", "model"):
+            t = _threat_of(r, name)
+            if t is not None and t.get("attack"):
+                key = f"{name}: {t['attack']}"
+                seen.setdefault(key, r["scheme_title"])
+    return "Attacks: " + "; ".join(sorted(seen)) + "." if seen else ""
 
 
 def utility_cell(r: dict) -> str:
@@ -84,27 +101,47 @@ def utility_cell(r: dict) -> str:
 
 
 def leakage_cell(p: Point) -> str:
-    """The point's advantage over chance, its interval and its worst threat; "at chance" when every interval
-    reaches 0."""
+    """The point's advantage over chance and its interval; "at chance" when every threat's interval reaches 0."""
     ci = f" ({p.leak_ci[0]:.1f} to {p.leak_ci[1]:.1f})" if p.leak_ci else ""
-    return f"{p.leak:.1f}{ci}, {p.threat}" + (", at chance" if at_chance(p) else "")
+    return f"{p.leak:.1f}{ci}" + (", at chance" if at_chance(p) else "")
 
 
-def epsilon_cell(r: dict, p: Point) -> str:
-    """The largest empirical epsilon over the threats, each threat's beside it; flagged when it refutes the claim."""
-    parts = [f"{name} {t['empirical_epsilon']['epsilon_lb']:.2f}" for name, t in (r.get("threats") or {}).items()
-             if t.get("empirical_epsilon")]
+def epsilon_cell(p: Point) -> str:
+    """The largest empirical epsilon over the threats; flagged when it refutes the formal claim."""
     if p.empirical_epsilon is None:
         return "not measured"
-    flag = f"; REFUTES the formal {p.formal_epsilon:g}" if refuted(p) else ""
-    return f">= {p.empirical_epsilon:.2f} ({', '.join(parts)}){flag}"
+    return f">= {p.empirical_epsilon:.2f}" + (f", REFUTES the formal {p.formal_epsilon:g}" if refuted(p) else "")
+
+
+def _epsilons(r: dict) -> str:
+    parts = [f"{name} {t['empirical_epsilon']['epsilon_lb']:.2f}" for name, t in (r.get("threats") or {}).items()
+             if t.get("empirical_epsilon")]
+    return ", ".join(parts) or "-"
+
+
+def guarantee_notes(recs: list[dict]) -> list[str]:
+    """The full text of each distinct formal guarantee, numbered in order of first use (the table cites them)."""
+    texts: list[str] = []
+    for r in recs:
+        t = r["guarantee"]["text"]
+        if t not in texts:
+            texts.append(t)
+    return texts
 
 
 def rows(recs: list[dict]) -> list[list[object]]:
+    """The compact table: one short line per cell; the guarantee's full text is a numbered note."""
+    notes = guarantee_notes(recs)
     points = [Point.from_record(r) for r in recs]
-    return [[r["scheme_title"], r.get("setting") or "-", utility_cell(r), leakage_cell(p), _threat(r, "release"),
-             _threat(r, "model"), epsilon_cell(r, p), r["guarantee"]["text"], _own(r), f"{r['seconds']:.0f}"]
+    return [[r["scheme_title"], r.get("setting") or "-", utility_cell(r), leakage_cell(p), p.threat, epsilon_cell(p),
+             f"{short_guarantee(r['guarantee'])} [{notes.index(r['guarantee']['text']) + 1}]", f"{r['seconds']:.0f}"]
             for r, p in zip(recs, points)]
+
+
+def detail_rows(recs: list[dict]) -> list[list[object]]:
+    """Each threat against its own chance line, the empirical epsilon by threat, and the scheme's own figures."""
+    return [[r["scheme_title"], r.get("setting") or "-", _threat(r, "release"), _threat(r, "model"), _epsilons(r),
+             _own(r)] for r in recs]
 
 
 def analysis(recs: list[dict]) -> tuple[list[Point], list[Point], Point | None, list[str]]:
@@ -177,7 +214,7 @@ def frontier_axes(recs: list[dict]):
 
 
 def frontier_figure(recs: list[dict], ctx: Context, name: str) -> Markup:
-    return ctx.figure(frontier_axes(recs), name, f"utility against re-identification on {recs[0]['task']}")
+    return ctx.figure(frontier_axes(recs), name, f"utility against leakage (advantage over chance) on {recs[0]['task']}")
 
 
 def examples(recs: list[dict]) -> Markup:
@@ -219,6 +256,10 @@ def render_audit(records: list[dict], ctx: Context) -> Markup | None:
             frontier_figure(recs, ctx, f"audit_frontier_{task}_{mode}"),
             heading(4, "Recommendation (computed from the points above)"), bullets(rest[1:]),
             heading(4, "Every point"), table(HEAD, rows(recs), cls="text"),
+            heading(4, "Every threat against its own chance line"), table(DETAIL_HEAD, detail_rows(recs), cls="text"),
+            para(attacks_note(recs), cls="note"),
+            para("Formal guarantees: " + " ".join(f"[{i}] {t}" for i, t in enumerate(guarantee_notes(recs), 1)),
+                 cls="note"),
             para(NOTE, cls="note"),
             heading(4, "What the attacker recovers"), examples(recs)))
     return join(*parts)
@@ -248,7 +289,9 @@ def audit_markdown(records: list[dict]) -> str | None:
         flags = [a for a in advice if a.startswith("Red flag")]
         rest = advice[len(flags):]
         parts.append("".join(f"**{f}**\n\n" for f in flags) + f"**{task} ({mode})**: {rest[0]}\n\n{summary(recs)}\n\n"
-                     + md_table(HEAD, rows(recs)) + "\n\n"
+                     + md_table(HEAD, rows(recs)) + "\n\n" + md_table(DETAIL_HEAD, detail_rows(recs)) + "\n\n"
+                     + attacks_note(recs) + "\n\n"
+                     + "".join(f"[{i}] {t}\n" for i, t in enumerate(guarantee_notes(recs), 1)) + "\n"
                      + f"Pareto front (points with useful utility): {'; '.join(p.label for p in front) or 'none'}.\n\n"
                      + "\n".join(f"- {a}" for a in rest[1:]) + f"\n\n{NOTE}")
     return "\n\n".join(parts)

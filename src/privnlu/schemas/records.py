@@ -69,5 +69,35 @@ class ResultRecord(Schema):
 
 
 def check_record(record: Any, *, file: object) -> ResultRecord:
-    """Validate one result record read from ``file``."""
-    return validate(ResultRecord, record, file=file)
+    """Validate one result record read from ``file`` (an audit point's numbers too: :func:`check_audit_point`)."""
+    rec = validate(ResultRecord, record, file=file)
+    if isinstance(record, dict) and record.get("kind") == "audit":
+        check_audit_point(record, file=file)
+    return rec
+
+
+def _finite(value: Any, where: str, file: object) -> None:
+    import math
+
+    from ..errors import PrivnluError
+
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok:
+        raise PrivnluError(f"{file}: field '{where}' is {str(value)[:40]}, not a finite number")
+
+
+def check_audit_point(record: dict, *, file: object) -> None:
+    """The numbers an audit point's verdict is computed from are finite: its utility and interval, the majority
+    class, and each threat's rate, chance line and advantage (fields a point lacks are not checked)."""
+    for name in ("utility", "chance_utility", "random_guess_reid", "empirical_epsilon"):
+        if name in record:
+            _finite(record[name], name, file)
+    for i, v in enumerate(record.get("utility_ci95") or []):
+        _finite(v, f"utility_ci95[{i}]", file)
+    threats = record.get("threats") if isinstance(record.get("threats"), dict) else {}
+    for key, t in [("reid", record.get("reid"))] + [(f"threats.{k}", v) for k, v in threats.items()]:
+        if not isinstance(t, dict):
+            continue
+        for name in ("rate", "chance", "random_guess", "advantage"):
+            if name in t:
+                _finite(t[name], f"{key}.{name}", file)
