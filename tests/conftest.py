@@ -97,3 +97,21 @@ def tiny3(tmp_path_factory) -> Path:
     from privnlu.models.tiny import make_tiny_bert
 
     return make_tiny_bert(tmp_path_factory.mktemp("tiny3") / "bert", layers=3)
+
+
+def predict_refusal(folder: Path, monkeypatch, capsys) -> str:
+    """``privnlu predict`` on a model folder whose claim must be refused: one line, exit 2, before the head loads;
+    returns the line."""
+    import privnlu.training.predict as predict
+    from privnlu.cli.main import main
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the head was loaded before the claim was checked")
+
+    monkeypatch.setattr(predict, "load_head", no_loading)
+    capsys.readouterr()
+    code = main(["predict", "--run", str(folder), "--text", "a fine good film"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert "privnlu.json" in err, err
+    return err

@@ -597,7 +597,7 @@ def test_key_material_is_not_in_any_repr():
 
 @pytest.mark.parametrize("epsilon,rounds", [(1.0, 50), (8.0, 50), (0.5, 1000), (20.0, 5)])
 def test_federated_dp_calibration_never_exceeds_its_target(epsilon, rounds):
-    from privnlu.federated.dp_accounting import epsilon_spent, noise_multiplier_for
+    from privnlu.mechanisms.dp_fedsgd import epsilon_spent, noise_multiplier_for
 
     z = noise_multiplier_for(epsilon, 1e-5, rounds)
     assert epsilon_spent(z, rounds, 1e-5) <= epsilon

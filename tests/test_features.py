@@ -72,3 +72,19 @@ def test_not_a_model_folder(tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"junk")
     with pytest.raises(PrivnluError, match="could not load"):
         load_encoder(tmp_path)
+
+
+def test_a_long_encoding_says_how_long_it_will_take_once_and_early(monkeypatch, capsys):
+    import privnlu.models.features as features
+
+    clock = iter([0.0, 1.0, 2.5, 3.0, 4.0, 7.0])
+    monkeypatch.setattr(features.time, "perf_counter", lambda: next(clock))
+    p = features.Projection(1000, "encoding tweets/train", 33519)  # starts at t = 0
+    p.advance(10)  # t = 1: too early to project
+    p.advance(30)  # t = 2.5: 40 of 1,000 units in 2.5 s -> about 62 s
+    p.advance(30)
+    err = capsys.readouterr().err
+    assert err.count("privnlu: encoding tweets/train: 33,519 sentences, about 1 minute(s)") == 1
+    quick = features.Projection(100, "encoding dev", 300)  # t = 4
+    quick.advance(90)  # t = 7: 90 of 100 units in 3 s, projected well under a minute: nothing said
+    assert capsys.readouterr().err == ""

@@ -315,6 +315,47 @@ def test_deploy_writes_a_valid_flower_app_carrying_the_run_settings(tmp_path):
             check_address(bad)
 
 
+def _free_local_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_deploy_to_a_port_where_no_superlink_listens_is_one_line_before_any_work(tmp_path, capsys, monkeypatch):
+    """Nothing listens on a free local port: refused in one line within seconds, before the app is written or
+    ``flwr run`` is started (it would retry for about 35 s and print a box)."""
+    import subprocess
+    import time
+
+    from privnlu.cli.main import main
+
+    def no_flwr(*args, **kwargs):
+        raise AssertionError("flwr run was started")
+
+    monkeypatch.setattr(subprocess, "run", no_flwr)
+    port, out = _free_local_port(), tmp_path / "run"
+    capsys.readouterr()
+    t0 = time.monotonic()
+    code = main(["federated", "--task", "tweets", "--deploy", "--superlink", f"127.0.0.1:{port}", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "Traceback" not in err[0], err
+    assert f"--superlink 127.0.0.1:{port}: no SuperLink answers there within 3 s" in err[0], err
+    assert time.monotonic() - t0 < 15 and not out.exists()
+
+
+def test_a_listening_superlink_address_passes_the_reachability_check():
+    import socket
+
+    from privnlu.federated.deploy import check_reachable
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        check_reachable(f"127.0.0.1:{s.getsockname()[1]}", timeout=3.0)
+
+
 def test_joint_mode_sends_encoder_gradients_and_updates_the_encoder(tiny_model, tmp_path):
     cfg = make_cfg(tiny_model, tmp_path, mode="joint", rounds=2, clients=2, m="2", k=2, batch_size=4,
                    train_limit=24, dev_limit=12, eval_mask="none", encoder_lr=1e-2)

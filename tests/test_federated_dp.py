@@ -15,7 +15,7 @@ from privnlu.federated import FederatedConfig
 from privnlu.federated.strategy import TextHideFedSGD
 from privnlu.federated.client import make_client_app
 from privnlu.federated.dp import DPFedSGD, clip_gradient
-from privnlu.federated.dp_accounting import epsilon_spent, noise_multiplier_for
+from privnlu.mechanisms.dp_fedsgd import epsilon_spent, noise_multiplier_for
 from privnlu.federated.model import record_to_tensors, tensors_to_record
 from privnlu.federated.server import run_server
 from privnlu.federated.strategy import FedAvgTextHide

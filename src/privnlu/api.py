@@ -71,13 +71,19 @@ def attack(kind: str, *, task: str | None = None, payload: str | Path | None = N
            model: str | None = None, pooling: str = "auto", **knobs: Any) -> dict:
     """Run an attack and return its record: ``kind`` is ``search``, ``invert`` or ``reconstruct``, on a task's
     releases under ``conditions`` (``baseline``, ``mix-only``, ``texthide``, ``random`` or ``M:K``), or on a
-    shared file (``payload``, only search and reconstruct: it reads no key, so the record holds the attacker's
-    answers). ``knobs``: the attack's own settings (see ``privnlu attack KIND --help``)."""
+    shared file (``payload``, only search and reconstruct: the attack reads no key, so the record holds the
+    attacker's answers; the owner's ``key=``, read only once the attack has answered, scores them: ``owner_score``
+    with the share of private sentences recovered, its interval, chance line and advantage over chance).
+    ``knobs``: the attack's own settings (see ``privnlu attack KIND --help``)."""
     from .attacks import runs
     from .attacks.inversion import InversionConfig
 
     t = runs.Target(task=task, model=model, pooling=pooling, queries=queries, seed=seed)
     if payload is not None:
+        if knobs.get("key") is not None:
+            from .audit.leakage import on_scale
+
+            knobs.setdefault("scale", on_scale)
         if kind == "search":
             return runs.search_payload(t, payload, **knobs)
         if kind == "reconstruct":

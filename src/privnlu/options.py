@@ -80,8 +80,11 @@ _ALL = [
            "the owner's budget before any work (refused if it would exceed it) and recorded once written (see "
            "privnlu dp account --ledger)", metavar="FILE", writes="ledger"),
     Option("payload", "--payload", "attack this shared encoding file (written by privnlu encode) instead of encoding "
-           "a task; reads only the shared file, never a key file. There is no ground truth, so the output is the "
-           "attacker's answer (nearest sentences and cosines), not a success rate", metavar="FILE"),
+           "a task; the attack reads only the shared file, never a key file, and outputs its answers (nearest "
+           "sentences and cosines); --key scores them", metavar="FILE"),
+    Option("key", "--key", "with --payload: the owner's key file of that release (privnlu encode --key-out), read "
+           "only after the attack has answered, with the originals it points to, to score the answers: the private "
+           "sentences recovered, with their 95 % interval, chance line and advantage over chance", metavar="KEY.pt"),
     # DP accounting and audits
     # the privacy schemes' parameters (privnlu.schemes declares each scheme's defaults with these)
     Option("m", "--m", "mask pool size: 0 (no mask), N, or inf (a fresh mask per example)", m_value, range=POOL,

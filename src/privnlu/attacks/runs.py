@@ -3,9 +3,9 @@ reconstruct``): each plays the defender where a ground truth is needed (it encod
 chosen conditions), gives the attacker only what its threat model grants, scores the attacker's output and returns
 a results record (kind ``attack``).
 
-On a user's shared file (``payload``) only that file is read, never a key file; with no key there is no ground
-truth, so the record holds the attacker's answers (per encoding or per recovered original: the nearest candidate
-sentence and its cosine).
+On a user's shared file (``payload``) the attack reads only that file, never a key file, and the record holds the
+attacker's answers (per encoding or per recovered original: the nearest candidate sentence and its cosine). With
+the owner's ``key``, read only once the attack has answered, the answers are scored (:mod:`.owner_score`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from ..schemas import path_ref
 from ..training.engine import Prepared, RunSpec, prepare
 from ..version import __version__
 from .audit import Condition, inversion_audit, parse_condition, search_audit
+from . import owner_score
 from .inversion import InversionConfig
+from .owner_score import Scale
 from .payload_space import payload_space
 from .reconstruction import CLUSTERINGS, SPARSE_CLUSTERINGS, ReconstructionAttack, ReconstructionConfig
 from .reconstruction_sweep import reconstruction_record, reconstruction_sweep
@@ -36,6 +38,9 @@ from .threat import INVERSION_THREAT, RECONSTRUCTION_THREAT, SEARCH_THREAT, Atta
 #: how many per-item answers a payload record lists (the summary covers all of them)
 MAX_LISTED = 1000
 Log = Callable[[str], None]
+NOTE_KEYLESS = "no ground truth (no key is read): these are the attacker's answers"
+NOTE_KEYED = ("the attacker's answers, scored with the owner's key and originals, read only after the attack had "
+              "answered (the attack never saw them)")
 
 
 @dataclass(frozen=True)
@@ -187,22 +192,38 @@ def _payload_prep(t: Target, payload: SharedPayload, *, own_files: bool, corpus_
     return t, prep
 
 
-def _payload_record(t: Target, attack: str, threat, prep: Prepared, path, payload: SharedPayload, t0: float,
-                    **extra) -> dict:
+def _payload_record(t: Target, attack: str, threat, prep: Prepared, path, payload: SharedPayload, t0: float, *,
+                    keyed: bool = False, **extra) -> dict:
     public = {k: payload.meta.get(k) for k in ("m", "k", "epochs", "n_examples", "inter", "task", "split", "encoder",
                                                "scheme")}
     return {"kind": "attack", "attack": attack, "mode": "payload", "privnlu": __version__, "payload": path_ref(path),
             "payload_meta": public, "task": prep.task.name, "threat_model": threat.to_json(),
             "encoder": public_model_name(prep.encoder), "pooling": prep.encoder.pooling, "n_encodings": len(payload.x),
-            "experiment_seed": t.seed, "note": "no ground truth (no key is read): these are the attacker's answers",
+            "experiment_seed": t.seed, "note": NOTE_KEYED if keyed else NOTE_KEYLESS,
             "seconds": round(time.time() - t0, 2), **extra}
 
 
+def _owner_truth(t: Target, key: str | Path, payload: SharedPayload, prep: Prepared):
+    """The owner's key and originals, read once the attack has answered (:mod:`.owner_score`); the key must
+    reproduce the payload from the originals where the attacker's candidates hold them (the training split)."""
+    truth = owner_score.load_truth(key, payload)
+    meta = payload.meta
+    split, n = meta.get("split", "train"), int(meta["n_examples"])
+    texts = owner_score.private_texts(t.task, split, n, t.data_dir)
+    if split == "train" and prep.train_x is not None and prep.train.texts_a[:n] == texts:
+        owner_score.check_reproduces(truth, payload, prep.train_x[:n], key)
+    return truth, texts
+
+
 def search_payload(t: Target, path: str | Path, *, own_files: bool = False, corpus_limit: int | None = None,
-                   log: Log = lambda s: None) -> dict:
-    """Nearest candidate sentence (cosine, FAISS) for every encoding in the file."""
+                   key: str | Path | None = None, scale: Scale | None = None, log: Log = lambda s: None) -> dict:
+    """Nearest candidate sentence (cosine, FAISS) for every encoding in the file; with the owner's ``key`` (read
+    after the attack has answered) the answers are scored, ``scale`` putting the share on the advantage over
+    chance."""
     t0 = time.time()
     payload = load_shared(path)
+    if key is not None:
+        owner_score.check_key_path(key, path)
     t, prep = _payload_prep(t, payload, own_files=own_files, corpus_limit=corpus_limit, log=log, path=path)
     corpus = Corpus(prep.train.texts_a, prep.train_x)
     view = AttackerView(SEARCH_THREAT, encodings=payload.x.float(),
@@ -210,19 +231,31 @@ def search_payload(t: Target, path: str | Path, *, own_files: bool = False, corp
     res = SimilaritySearch().run(view)
     answers = [{"encoding": i, "sentence": corpus.texts[int(j)], "cosine": round(float(c), 4)}
                for i, (j, c) in enumerate(zip(res.index[:MAX_LISTED], res.cosine[:MAX_LISTED]))]
-    return _payload_record(t, "search", SEARCH_THREAT, prep, path, payload, t0, corpus=f"{prep.task.name}/train",
-                           corpus_size=len(corpus), mean_cosine=round(float(res.cosine.mean()), 4), answers=answers,
-                           answers_listed=len(answers))
+    scored = {}
+    if key is not None:  # the attack has answered: only now is the key read
+        truth, private = _owner_truth(t, key, payload, prep)
+        said = [corpus.texts[int(j)] for j in res.index]
+        scored["owner_score"] = owner_score.score(said, owner_score.search_truth(truth), private, corpus.texts,
+                                                  scale=scale)
+        log("search: " + owner_score.summary(scored["owner_score"]))
+    return _payload_record(t, "search", SEARCH_THREAT, prep, path, payload, t0, keyed=key is not None,
+                           corpus=f"{prep.task.name}/train", corpus_size=len(corpus),
+                           mean_cosine=round(float(res.cosine.mean()), 4), answers=answers,
+                           answers_listed=len(answers), **scored)
 
 
 def reconstruct_payload(t: Target, path: str | Path, methods: str, *, aux_size: int = 2000, own_files: bool = False,
-                        log: Log = lambda s: None, **config) -> dict:
-    """The Xie & Hong 2021 attack on the file: one recovered vector and nearest sentence per original."""
+                        key: str | Path | None = None, scale: Scale | None = None, log: Log = lambda s: None,
+                        **config) -> dict:
+    """The Xie & Hong 2021 attack on the file: one recovered vector and nearest sentence per original; with the
+    owner's ``key`` (read after the attack has answered) each method's answers are scored."""
     t0 = time.time()
     payload = load_shared(path)
+    if key is not None:
+        owner_score.check_key_path(key, path)
     meta = payload.meta
-    for key in ("m", "k", "epochs"):
-        require(key in meta, f"--payload {path}: the file does not state '{key}'")
+    for field in ("m", "k", "epochs"):
+        require(field in meta, f"--payload {path}: the file does not state '{field}'")
     epochs, k = int(meta["epochs"]), int(meta["k"])
     parse_m(meta["m"])
     require(not meta.get("inter", False), "--payload: the reconstruction attack models TextHide-intra; this file is "
@@ -241,7 +274,8 @@ def reconstruct_payload(t: Target, path: str | Path, methods: str, *, aux_size: 
                         auxiliary=auxiliary, candidates=candidates)
     attack = ReconstructionAttack(cfg, chosen)
     out = {}
-    for r in attack.run(view):
+    results = list(attack.run(view))
+    for r in results:
         xa = torch.nn.functional.normalize(r.recovered.abs(), dim=1)
         ca = torch.nn.functional.normalize(candidates.x[torch.as_tensor(r.sentence_index)].abs().float(), dim=1)
         cos = (xa * ca).sum(1)
@@ -250,6 +284,13 @@ def reconstruct_payload(t: Target, path: str | Path, methods: str, *, aux_size: 
                          "answers": [{"group": i, "size": len(c), "sentence": candidates.texts[int(j)],
                                       "cosine": round(float(s), 4)}
                                      for i, (c, j, s) in enumerate(zip(r.clusters, r.sentence_index, cos))][:MAX_LISTED]}
-    return _payload_record(t, "reconstruct", RECONSTRUCTION_THREAT, prep, path, payload, t0,
+    if key is not None:  # every method has answered: only now is the key read
+        truth, private = _owner_truth(t, key, payload, prep)
+        for r in results:
+            said = [candidates.texts[int(j)] for j in r.sentence_index]
+            out[r.method]["owner_score"] = owner_score.score(said, owner_score.group_truth(truth, r.clusters),
+                                                             private, candidates.texts, scale=scale)
+            log(f"{r.method}: " + owner_score.summary(out[r.method]["owner_score"]))
+    return _payload_record(t, "reconstruct", RECONSTRUCTION_THREAT, prep, path, payload, t0, keyed=key is not None,
                            corpus=f"{prep.task.name}/train", corpus_size=len(candidates), aux_size=len(auxiliary),
                            pair_train_accuracy=attack.pair_train_accuracy, methods=out, config=dict(cfg.__dict__))

@@ -57,7 +57,7 @@ def register(asub: argparse._SubParsersAction) -> None:
     """``attack search``, ``attack invert`` and ``attack reconstruct`` (``asub``: the ``attack`` group's subcommands)."""
     s = asub.add_parser("search", help="FAISS similarity search with privatized representations (TextHide section 4.4)")
     add(s, *COMMON, _queries(1000), _conditions("baseline,mix-only,texthide,random"), "batch_size", *SBERT, "seed",
-        "out", "payload", Option("corpus_limit", "--corpus-limit", "with --payload: search among the first N training "
+        "out", "payload", "key", Option("corpus_limit", "--corpus-limit", "with --payload: search among the first N training "
                                  "sentences only (default: the whole split)", I, range=POS_INT), **COMMON_HELP)
     s.set_defaults(func=run_search)
 
@@ -75,7 +75,7 @@ def register(asub: argparse._SubParsersAction) -> None:
         Option("noise_free_attacker", "--noise-free-attacker", "train the attacker's pair network on noise-free "
                "simulated releases (default: noise-aware, i.e. with the public mechanism's noise at the same epsilon)",
                kind="flag", group="DP instance encoding"),
-        "payload", encodings_per_example={"default": 50, "help": "encodings of each private example in the attacked "
+        "payload", "key", encodings_per_example={"default": 50, "help": "encodings of each private example in the attacked "
                                                                  "release"},
         mechanism={"help": "attack DP instance encoding instead (Xie & Hong 2022): clip, mix, mask, add calibrated "
                            "noise", "group": "DP instance encoding"}, epsilon={"group": "DP instance encoding"},
@@ -115,6 +115,21 @@ def _embed(args: argparse.Namespace):
     return sbert_embedder(args.sbert_model)
 
 
+def _owner_key(args: argparse.Namespace) -> dict:
+    """``--key`` checked before any work (its contents are read only after the attack has answered), and the
+    audit's scale for the score."""
+    from ..errors import require
+
+    if args.key is None:
+        return {}
+    from ..attacks.owner_score import check_key_path
+    from ..audit.leakage import on_scale
+
+    require(args.payload is not None, "--key scores an attack on a release: give that release as --payload")
+    check_key_path(args.key, args.payload, args.out)
+    return {"key": args.key, "scale": on_scale}
+
+
 def _write(args: argparse.Namespace, rec: dict) -> int:
     from ..io import write_json_atomic
 
@@ -129,10 +144,11 @@ def _write(args: argparse.Namespace, rec: dict) -> int:
 def run_search(args: argparse.Namespace) -> int:
     from ..attacks import runs
 
+    keyed = _owner_key(args)
     t = _target(args)
     if args.payload:
         return _write(args, runs.search_payload(t, args.payload, own_files=bool(args.train_file),
-                                                corpus_limit=args.corpus_limit, log=say))
+                                                corpus_limit=args.corpus_limit, log=say, **keyed))
     return _write(args, runs.search(t, runs.conditions(args.conditions), embed=_embed(args),
                                     batch_size=args.batch_size))
 
@@ -155,12 +171,13 @@ def run_reconstruct(args: argparse.Namespace) -> int:
             "--noise-free-attacker applies to a DP release made here (--dp-mechanism, no --payload)")
     require(args.noise == "per-encoding" or (args.mechanism is not None and not args.payload),
             "--dp-noise applies to a DP release made here (--dp-mechanism, no --payload)")
+    keyed = _owner_key(args)
     t = _target(args)
     knobs = dict(graph=args.graph or 0, sim_releases=args.sim_releases, pairs=args.pairs, solver=args.solver,
                  nmf_repair_rounds=args.nmf_repair_rounds, nmf_repair_iters=args.nmf_repair_iters)
     if args.payload:
         return _write(args, runs.reconstruct_payload(t, args.payload, args.methods, aux_size=args.aux_size,
-                                                     own_files=bool(args.train_file), log=say, **knobs))
+                                                     own_files=bool(args.train_file), log=say, **keyed, **knobs))
     methods, config = runs.reconstruction_config(args.methods, epochs=args.encodings_per_example, seed=args.seed,
                                                  **knobs)
     dp = None

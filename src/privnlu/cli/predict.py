@@ -46,21 +46,26 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..io import write_text_atomic
-    from ..training.predict import check_output_file, format_rows, load, read_inputs
+    from tqdm import tqdm
+
+    from ..training.predict import check_output_file, load, utility_warning
+    from ..training.predict_inputs import CHUNK, RowWriter, open_inputs
 
     out = check_output_file(args.out, force=args.force)
-    texts, pairs = read_inputs(args.text, args.text_pair, args.input, text_col=args.text_col,
-                               text_pair_col=args.text_pair_col)
-    model = load(args.run, key=args.key, model=args.model, device=args.device, samples=args.samples)
-    texts, pairs = model.check_inputs(texts, pairs)
+    inputs = open_inputs(args.text, args.text_pair, args.input, text_col=args.text_col,
+                         text_pair_col=args.text_pair_col)  # every row checked, streamed, before the model loads
+    model = load(args.run, key=args.key, model=args.model, device=args.device, samples=args.samples, warn=False)
+    model.check_inputs([], [] if inputs.has_pairs else None)  # single texts or pairs, as the task takes
+    warning = utility_warning(model.pipeline)
+    if warning:  # after every check: a refused input stays one line
+        sys.stderr.write(warning + "\n")
     if not args.quiet:
         sys.stderr.write(f"privnlu: {model.describe()}\n")
-    rows = model.predict(texts, pairs, batch_size=args.encode_batch_size, progress=not args.quiet)
-    if out is None:
-        sys.stdout.write(format_rows(rows, ".jsonl"))
-    else:
-        write_text_atomic(out, format_rows(rows, out.suffix.lower()))
-        if not args.quiet:
-            sys.stderr.write(f"privnlu: {len(rows)} predictions in {out}\n")
+    with RowWriter(out, sys.stdout) as writer, tqdm(total=inputs.count, desc="predicting", unit="text",
+                                                    disable=args.quiet, leave=False) as bar:
+        for texts, pairs in inputs.chunks(max(CHUNK, args.encode_batch_size)):  # bounded memory, input order
+            writer.write(model.predict(texts, pairs, batch_size=args.encode_batch_size))
+            bar.update(len(texts))
+    if out is not None and not args.quiet:
+        sys.stderr.write(f"privnlu: {writer.written} predictions in {out}\n")
     return 0

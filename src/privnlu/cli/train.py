@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Callable
 
 from .common import DATA, ENCODER, TRAINING, run_spec, say, scheme_from_args, warn_seed
 from .options import add, scheme_options
@@ -41,11 +42,26 @@ def run(args: argparse.Namespace) -> int:
     say(f"{rec['label']}: {rec['metric']} score {rec['score']:.2f} on {split} (best epoch {rec['best_score']:.2f}); "
         f"results in {run_dir / 'result.json'}, model and card in {run_dir / 'model'} (apply it with "
         f"`privnlu predict --run {run_dir}`)")
-    maj = majority_score(spec, rec["metric"], split)
-    if maj is not None and rec["score"] <= maj:
-        say(f"WARNING: no useful utility: {rec['score']:.2f} is at or below always predicting the majority class "
-            f"({maj:.2f}){'; a larger epsilon, more data or more epochs may help' if rec.get('dp') else ''}")
+    warning = no_utility_warning(rec, split, lambda: majority_score(spec, rec["metric"], split))
+    if warning:
+        say(warning)
     return 0
+
+
+def no_utility_warning(rec: dict, split: str, majority: Callable[[], float | None]) -> str | None:
+    """The run's closing warning where the headline score's 95 % interval reaches the majority class (the score
+    itself where no interval was measured); ``majority``: the majority-class score where the record lacks it."""
+    from ..training.card import score_ci
+
+    maj = (rec.get("majority") or {}).get("score")
+    maj = majority() if maj is None else maj
+    ci = score_ci(rec)
+    if maj is None or (ci[0] if ci is not None else rec["score"]) > maj:
+        return None
+    where = (f"the {split} score {rec['score']:.2f} (95 % CI {ci[0]:.2f} to {ci[1]:.2f}) reaches" if ci is not None
+             else f"{rec['score']:.2f} is at or below")
+    return (f"WARNING: no useful utility: {where} always predicting the majority class ({maj:.2f}): the model may "
+            "have learned nothing" + ("; a larger epsilon, more data or more epochs may help" if rec.get("dp") else ""))
 
 
 def majority_score(spec, metric: str, split: str) -> float | None:

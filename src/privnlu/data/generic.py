@@ -13,7 +13,7 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 from ..errors import PrivnluError
 from .dataset import TextDataset, check_classes, check_texts, read_utf8, regression_value
@@ -38,9 +38,10 @@ def _dialect(suffix: str) -> tuple[str, int]:
     return ("\t", csv.QUOTE_NONE) if suffix == ".tsv" else (",", csv.QUOTE_MINIMAL)
 
 
-def _jsonl_rows(path: Path, text: str) -> list[tuple[str, dict]]:
-    rows = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+def jsonl_records(path: Path, lines: Iterable[str]) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of every non-blank line of a JSON Lines file, read lazily; a malformed line, or one
+    that is not a JSON object, is one line naming the place."""
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
@@ -50,8 +51,11 @@ def _jsonl_rows(path: Path, text: str) -> list[tuple[str, dict]]:
             raise PrivnluError(f"{path}:{lineno}: malformed JSON ({msg})") from None
         if not isinstance(rec, dict):
             raise PrivnluError(f"{path}:{lineno}: each line must be a JSON object")
-        rows.append((f"{path}:{lineno}", rec))
-    return rows
+        yield lineno, rec
+
+
+def _jsonl_rows(path: Path, text: str) -> list[tuple[str, dict]]:
+    return [(f"{path}:{lineno}", rec) for lineno, rec in jsonl_records(path, text.splitlines())]
 
 
 def read_rows(path: str | Path) -> list[tuple[str, dict]]:

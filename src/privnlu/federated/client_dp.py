@@ -324,7 +324,7 @@ def client_releases(cfg, n_train: int, output: str) -> list:
                                 f"steps at q = {c['sample_rate']:.4g}, noise multiplier {c['noise_multiplier']:.4g})",
                         output=output) for c in rep["clients"]]
     if cfg.dp_clip:
-        from .dp_accounting import epsilon_spent
+        from ..mechanisms.dp_fedsgd import epsilon_spent
 
         z = cfg.dp_noise_multiplier
         eps = epsilon_spent(z, cfg.rounds, cfg.dp_delta)

@@ -182,7 +182,7 @@ class FederatedConfig:
             raise PrivnluError("gradient-space DP (--dp-clip) needs --algorithm fedsgd (clients send gradients)")
         if bool(self.dp_noise) == bool(self.dp_epsilon):
             raise PrivnluError("with --dp-clip give exactly one of --dp-noise-multiplier or --dp-epsilon")
-        from .dp_accounting import check_dp_settings
+        from ..mechanisms.dp_fedsgd import check_dp_settings
 
         check_dp_settings(clipping_norm=self.dp_clip, noise_multiplier=self.dp_noise_multiplier, delta=self.dp_delta)
 
@@ -236,7 +236,7 @@ class FederatedConfig:
         """``z``: as given, or calibrated so that all ``rounds`` releases are (dp_epsilon, dp_delta)-DP."""
         if self.dp_noise or not self.dp_epsilon:
             return self.dp_noise
-        from .dp_accounting import noise_multiplier_for
+        from ..mechanisms.dp_fedsgd import noise_multiplier_for
 
         return noise_multiplier_for(self.dp_epsilon, self.dp_delta, self.rounds)
 

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from ..errors import PrivnluError
@@ -32,6 +34,8 @@ from .config import FederatedConfig
 
 CONNECTION = "privnlu"
 CLIENTAPP = "privnlu.federated.app:client_app"
+#: seconds a reachability check waits for the SuperLink to accept a TCP connection
+REACH_TIMEOUT = 3.0
 
 
 def _toml_value(v) -> str:
@@ -47,6 +51,26 @@ def check_address(address: str) -> str:
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise PrivnluError(f"--superlink must be HOST:PORT (the SuperLink's Control API, e.g. 127.0.0.1:8000), not '{address}'")
     return address
+
+
+def check_reachable(address: str, timeout: float = REACH_TIMEOUT) -> None:
+    """Refuse, in one line, a SuperLink address where nothing accepts a TCP connection within ``timeout`` seconds
+    (``flwr run`` would retry for about 35 s and print a box); a refused connection is retried until then (a
+    SuperLink still starting), and the connection is closed at once."""
+    host, _, port = check_address(address).rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")  # [::1]:8000
+    deadline = time.monotonic() + timeout
+    while True:  # a refused connection returns at once: try again until the deadline (a SuperLink still starting)
+        try:
+            with socket.create_connection((host, int(port)), timeout=max(0.1, deadline - time.monotonic())):
+                return
+        except OSError as exc:
+            if time.monotonic() + 0.25 < deadline and not isinstance(exc, (socket.timeout, socket.gaierror)):
+                time.sleep(0.25)
+                continue
+            why = "timed out" if isinstance(exc, socket.timeout) else (exc.strerror or type(exc).__name__)
+            raise PrivnluError(f"--superlink {address}: no SuperLink answers there within {timeout:g} s ({why}); "
+                               "start flower-superlink on that machine first, or check the address and port") from None
 
 
 def write_app(app_dir: Path, cfg: FederatedConfig, *, superlink: str, out: Path, resume: bool, record_wire: int,
@@ -84,7 +108,9 @@ def flwr_executable() -> str:
 
 def deploy(cfg: FederatedConfig, *, out: Path, superlink: str, app_dir: Path | None, resume: bool, record_wire: int,
            round_timeout: float, clientapp: str = CLIENTAPP) -> int:
-    """Submit the run to the SuperLink with ``flwr run`` and stream its log; results land in ``out`` on the server."""
+    """Submit the run to the SuperLink with ``flwr run`` and stream its log; results land in ``out`` on the server.
+    A SuperLink that does not answer is refused before the app is written (:func:`check_reachable`)."""
+    check_reachable(superlink)
     app = write_app(app_dir or out / "flower_app", cfg, superlink=superlink, out=out, resume=resume,
                     record_wire=record_wire, round_timeout=round_timeout, clientapp=clientapp)
     env = {**os.environ, "FLWR_HOME": str((app / ".flwr").resolve())}

@@ -36,7 +36,7 @@ from flwr.serverapp.strategy import Strategy
 
 from ..errors import require
 from ..rng import SecretGenerator
-from .dp_accounting import check_dp_settings, epsilon_spent
+from ..mechanisms.dp_fedsgd import check_dp_settings, epsilon_spent
 from .model import record_to_tensors
 from .strategy import TextHideFedSGD
 

@@ -143,8 +143,9 @@ def launch(cfg: FederatedConfig, *, out: Path | None = None, backend: str = "ray
         check_clients(cfg.clients)
     out = out or Path("runs/federated") / cfg.label
     if deploy:
-        from .deploy import deploy as submit
+        from .deploy import check_reachable, deploy as submit
 
+        check_reachable(superlink)  # before any work or warning: one line if nothing listens there
         announce(cfg, cfg.secagg and not given_secagg, log)
         code = submit(cfg, out=out, superlink=superlink, app_dir=app_dir, resume=resume, record_wire=record_wire,
                       round_timeout=round_timeout)

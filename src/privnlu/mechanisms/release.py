@@ -68,8 +68,27 @@ class SharedPayload:
             raise PrivnluError(f"{path}: not a privnlu encoding file") from None
         if not isinstance(meta, dict):
             raise PrivnluError(f"{path}: not a privnlu encoding file (metadata is not a JSON object)")
-        check_payload(meta, x, y, file=path)  # types, ranges, shapes against the metadata, finiteness
+        checked = check_payload(meta, x, y, file=path)  # types, ranges, shapes against the metadata, finiteness
+        check_dp_claim(checked, path)
         return cls(x, y, meta)
+
+
+#: the names a DP instance encoding payload's ``scheme`` field has carried (``dp`` before the scheme registry)
+DP_IE_PAYLOADS = ("dp-ie", "dp")
+
+
+def check_dp_claim(meta, file: object) -> None:
+    """Refuse a payload's ``dp`` block (or a DP instance encoding payload without one) whose epsilon its own
+    mechanism, over at least the encodings per example the payload's ``k`` and ``epochs`` make, does not give
+    (:func:`privnlu.mechanisms.dp_claim.verify_dp_ie`)."""
+    from .dp_claim import least_participations, verify_dp_ie
+
+    if meta.dp is None:
+        if meta.scheme in DP_IE_PAYLOADS:
+            raise PrivnluError(f"{file}: a DP instance encoding payload without its calibration (field 'dp'): its "
+                               "guarantee cannot be checked")
+        return
+    verify_dp_ie(meta.dp, where=f"{file}: field 'dp'", least=least_participations(meta.k, meta.epochs, meta.inter))
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,8 +71,11 @@ def extract_features(
     was_training = encoder.training
     encoder.eval()
     pad = encoder.tokenizer.pad_token_id or 0
+    starts = range(0, n, batch_size)
+    work = [len(order[b : b + batch_size]) * max(len(ids[i]) for i in order[b : b + batch_size]) for b in starts]
+    clock = Projection(sum(work), desc, n) if progress else None
     with tqdm(total=n, desc=desc, unit="sent", disable=not progress, leave=False) as bar, bf16_autocast(device, bf16):
-        for start in range(0, n, batch_size):
+        for b, start in enumerate(starts):
             idx = order[start : start + batch_size]
             width = max(len(ids[i]) for i in idx)
             input_ids = torch.full((len(idx), width), pad, dtype=torch.long)
@@ -86,8 +90,35 @@ def extract_features(
             h = encoder(input_ids.to(device), attn.to(device), tt.to(device))
             out[torch.tensor(idx)] = h.float().cpu()
             bar.update(len(idx))
+            if clock is not None:
+                clock.advance(work[b])
     encoder.train(was_training)
     return out
+
+
+#: a stage whose projected time passes this many seconds says so once, early
+ANNOUNCE_AFTER = 60.0
+
+
+class Projection:
+    """Projects a stage's time from its first seconds of work and, when it will take over :data:`ANNOUNCE_AFTER`
+    seconds, says so once on stderr. Work is counted in padded tokens (rows x width of each batch), so that a
+    stage that starts with its shortest inputs is not projected short."""
+
+    def __init__(self, total_work: float, desc: str, items: int, *, after: float = 2.0) -> None:
+        self.total, self.desc, self.items, self.after = total_work, desc, items, after
+        self.done, self.t0, self.said = 0.0, time.perf_counter(), False
+
+    def advance(self, work: float) -> None:
+        self.done += work
+        elapsed = time.perf_counter() - self.t0
+        if self.said or elapsed < self.after or self.done <= 0:
+            return
+        self.said = True
+        projected = elapsed * self.total / self.done
+        if projected > ANNOUNCE_AFTER:
+            tqdm.write(f"privnlu: {self.desc}: {self.items:,} sentences, about {projected / 60:.0f} minute(s) on this "
+                       "machine (projected from the first seconds)", file=sys.stderr)
 
 
 @dataclass(frozen=True)

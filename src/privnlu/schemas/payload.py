@@ -96,6 +96,8 @@ class PayloadFile(Schema):
 
 
 def check_payload(meta: Any, x, y, *, file: object) -> PayloadMeta:
-    """Validate a payload read from ``file`` (one line naming the file and the field on the first problem)."""
+    """Validate a payload read from ``file`` (one line naming the file and the field on the first problem); a DP
+    instance encoding payload's guarantee is recomputed by its loader (:mod:`privnlu.mechanisms.release`)."""
     checked = validate(PayloadMeta, meta, file=file)
-    return validate(PayloadFile, {"meta": checked, "x": TensorFacts.of(x), "y": TensorFacts.of(y)}, file=file).meta
+    out = validate(PayloadFile, {"meta": checked, "x": TensorFacts.of(x), "y": TensorFacts.of(y)}, file=file).meta
+    return out

@@ -8,8 +8,10 @@ to use it. Numbers come only from the run's record; the card names no local path
 Metric values are written in percent (x100, two decimals) everywhere, in the YAML header and the text, as GLUE
 reports them. Names that come from the user (task, run label, a local encoder folder) go into the YAML header only
 through ``yaml.safe_dump`` and into the Markdown text only through :func:`md`, so that no name can add markup,
-HTML or YAML keys. A model whose score is at or below the majority-class score (the record's ``majority``, as
-:func:`privnlu.data.metrics.majority` computes it for the audit and the reports) is marked "no useful utility".
+HTML or YAML keys. A model whose score's 95 % interval reaches the majority-class score (the interval's lower end
+is at or below the record's ``majority``, as :func:`privnlu.data.metrics.majority` computes it for the audit and the
+reports; the score itself where no interval was measured) is marked "no useful utility" at the top of its card, the
+rule the audit applies to its points.
 """
 
 from __future__ import annotations
@@ -44,15 +46,37 @@ def md(text: Any) -> str:
     return _MD_SPECIAL.sub(r"\\\1", html)
 
 
-def no_utility(record: dict, score: float | None) -> str | None:
-    """The card's "no useful utility" sentence where ``score`` is at or below the majority-class score, else
-    None (also where the record has no majority score)."""
+def score_ci(record: dict) -> list[float] | None:
+    """The 95 % interval (x100) of the headline score: the first evaluation split's ``score_ci95``, if measured."""
+    evals = record.get("eval") or {}
+    first = next(iter(evals.values()), None) if isinstance(evals, dict) else None
+    ci = first.get("score_ci95") if isinstance(first, dict) else None
+    return [float(ci[0]), float(ci[1])] if isinstance(ci, (list, tuple)) and len(ci) == 2 else None
+
+
+def learned_nothing(record: dict, score: float | None = None) -> bool:
+    """Whether the headline score's 95 % interval reaches the majority-class score (its lower end is at or below
+    it; the score itself where no interval was measured). False where the record has no majority score."""
     maj = (record.get("majority") or {}).get("score")
-    if maj is None or score is None or float(score) > float(maj) + 1e-9:
+    score = record.get("score") if score is None else score
+    ci = score_ci(record)
+    low = ci[0] if ci is not None else score
+    return maj is not None and low is not None and float(low) <= float(maj) + 1e-9
+
+
+def no_utility(record: dict, score: float | None) -> str | None:
+    """The card's "no useful utility" sentence where the score's 95 % interval reaches the majority-class score,
+    else None (also where the record has no majority score)."""
+    if not learned_nothing(record, score):
         return None
-    return (f"**No useful utility:** the score {float(score):.2f} is at or below the majority-class score "
-            f"{float(maj):.2f} (always predicting the most frequent training label, or its mean for regression): "
-            "this model is no better than that constant.")
+    maj = float(record["majority"]["score"])
+    ci = score_ci(record)
+    shown = record.get("score") if score is None else score
+    where = (f"the score {float(shown):.2f} (95 % CI {ci[0]:.2f} to {ci[1]:.2f}) reaches" if ci is not None else
+             f"the score {float(shown):.2f} is at or below")
+    return (f"**No useful utility:** {where} the majority-class score {maj:.2f} (always predicting the most "
+            "frequent training label, or its mean for regression): this model is not shown to be better than that "
+            "constant.")
 
 
 def guarantee(privacy: dict, *, joint: bool = False) -> str:
@@ -164,11 +188,22 @@ def _no_utility_lines(record: dict, score: float | None) -> list[str]:
 
 
 def utility_meta(record: dict, score: float | None) -> dict[str, Any]:
-    """The YAML keys of the majority-class comparison (none where the record has no majority score)."""
+    """The YAML keys of the score's interval and the majority-class comparison (none where the record has no
+    majority score)."""
     maj = (record.get("majority") or {}).get("score")
+    ci = score_ci(record)
+    out: dict[str, Any] = {"score_ci95": ci} if ci is not None else {}
     if maj is None or score is None:
-        return {}
-    return {"majority_class_score": round(float(maj), 2), "useful_utility": no_utility(record, score) is None}
+        return out
+    return {**out, "majority_class_score": round(float(maj), 2), "useful_utility": no_utility(record, score) is None}
+
+
+def headline(record: dict) -> str:
+    """``"headline score S (95 % CI lo to hi)"``, the interval where measured; empty without a score."""
+    score, ci = record.get("score"), score_ci(record)
+    if not _is_number(score):
+        return ""
+    return f"headline score {float(score):.2f}" + (f" (95 % CI {ci[0]:.2f} to {ci[1]:.2f})" if ci is not None else "")
 
 
 def _where(enc: dict) -> str:
@@ -308,6 +343,7 @@ def model_card(pipeline: dict, record: dict) -> str:
         f"`train` ({'frozen encoder + MLP head' if frozen else 'encoder and head fine-tuned jointly'}) "
         f"under the privacy scheme **{p['variant']}**.",
         "",
+        *_no_utility_lines(record, record.get("score")),
         *_files_and_privacy_head(enc, where, p, joint=not frozen),
     ]
     if scheme.release == "per-batch":
@@ -342,10 +378,9 @@ def model_card(pipeline: dict, record: dict) -> str:
         "## Utility (measured)",
         "",
         f"{scores} (task {md(task['name'])}, metric `{record['metric']}`; the last epoch's score, "
-        f"{record['n_train']} training examples; best epoch's headline score {record['best_score']:.2f}, "
-        "not used for selection).",
+        f"{record['n_train']} training examples; {headline(record)}; "
+        f"best epoch's headline score {record['best_score']:.2f}, not used for selection).",
         "",
-        *_no_utility_lines(record, record.get("score")),
         "## Leakage",
         "",
         "Not measured by `privnlu train`. Measure it for this task with `privnlu audit` (utility against sentence "
@@ -427,6 +462,7 @@ def dchi_card(pipeline: dict, record: dict) -> str:
         f"section 3.3) in **{mode}** mode with the {d['encoder']} encoder"
         + (f": the provider saw only d_chi-privatized input at eta = {eta:g}." if private else " (no privacy)."),
         "",
+        *_no_utility_lines(record, record.get("score")),
         "## Files",
         "",
         "* `head/config.json`, `head/model.safetensors`: the classifier "
@@ -454,9 +490,8 @@ def dchi_card(pipeline: dict, record: dict) -> str:
         "",
         f"{_scores(pipeline['eval'])} (task {md(task['name'])}, metric `{record['metric']}`; the last epoch's score "
         f"on {'privatized' if private else 'clean'} dev input, {record['train_size']} training and "
-        f"{record['dev_size']} dev examples).",
+        f"{record['dev_size']} dev examples{'; ' + headline(record) if headline(record) else ''}).",
         "",
-        *_no_utility_lines(record, record.get("score")),
         "## Leakage",
         "",
         "Not measured by `privnlu dchi finetune`. Measure it at this eta with `privnlu dchi analyze` (token survival "

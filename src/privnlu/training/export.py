@@ -64,6 +64,7 @@ def export_run_model(
         },
         "eval": record["eval"],
         "score": record["score"],
+        "majority": record.get("majority"),  # the majority-class score: predict warns where the score reaches it
     }
     return write_model_folder(dest, pipeline=pipeline, card=lambda: model_card(pipeline, record), head=head,
                               label_names=label_names, encoder_model=encoder.model if joint else None,
@@ -152,6 +153,7 @@ def export_dchi_model(dest: str | Path, *, record: dict, model: nn.Module, encod
                  "user_side": {"null": None, "sequence": "base", "text": "base", "token": "saved"}[mode]},
         "eval": {record["eval_split"]: record["metrics"]},
         "score": record["score"],
+        "majority": record.get("majority"),
     }
     if not bilstm and body is not None:
         pipeline["encoder"]["architecture"] = (body.config.architectures or [type(body).__name__])[0]

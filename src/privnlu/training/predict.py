@@ -51,6 +51,7 @@ import io
 import json
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Sequence
@@ -58,8 +59,6 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 import torch
 from torch import nn
 
-from ..data.dataset import read_utf8
-from ..data.generic import _read_records
 from ..errors import PrivnluError
 from ..io import read_json
 from ..mechanisms.dp import DPTextHide, make_mechanism
@@ -71,10 +70,12 @@ from ..models.saving import (ENCODER_DRAWS, HEAD_DIR, PIPELINE_FILE, QUERY_DRAWS
                              key_check, load_head, read_pipeline)
 from ..params import plural
 from ..rng import SecretGenerator
+from .received import check_dp_claims
 from ..data.dataset import TextDataset
 from ..schemas import recorded_path
 from ..schemes import Scheme, from_record
 from ..schemes.dp_sgd_claim import verify_dp_sgd
+from .predict_inputs import open_inputs
 
 if TYPE_CHECKING:
     from ..mechanisms.dchi import TokenSpace
@@ -314,8 +315,10 @@ class Predictor:
 
 
 def load(run: str | Path, *, key: str | Path | None = None, model: str | Path | None = None, device: str = "cpu",
-         rng: SecretGenerator | None = None, samples: int | None = None) -> Predictor:
-    """Load a trained run (see the module docstring).
+         rng: SecretGenerator | None = None, samples: int | None = None, warn: bool = True) -> Predictor:
+    """Load a trained run (see the module docstring). A model whose dev score's 95 % interval reaches the
+    majority-class score is loaded with one warning line on stderr (:func:`utility_warning`; ``warn=False``: the
+    caller says it).
 
     Args:
         run: the folder ``privnlu train`` wrote, or its ``model/`` subfolder.
@@ -328,11 +331,37 @@ def load(run: str | Path, *, key: str | Path | None = None, model: str | Path | 
             CSPRNG).
         samples: None for deterministic predictions; N to average N fresh random encodings per query (1: the
             paper's stochastic inference).
+        warn: write :func:`utility_warning`'s line to stderr where it applies.
     """
+    predictor = _load_model(run, key=key, model=model, device=device, rng=rng, samples=samples)
+    warning = utility_warning(predictor.pipeline) if warn else None
+    if warning:
+        sys.stderr.write(warning + "\n")
+    return predictor
+
+
+def utility_warning(pipeline: dict) -> str | None:
+    """One line where the model's recorded dev score's 95 % interval reaches the majority-class score (the score
+    itself where no interval was recorded; nothing where the folder records no majority score)."""
+    from .card import learned_nothing, score_ci
+
+    if not learned_nothing(pipeline):
+        return None
+    ci = score_ci(pipeline)
+    score = f"{float(pipeline['score']):.2f}" + (f" (95 % CI {ci[0]:.2f} to {ci[1]:.2f})" if ci is not None else "")
+    return (f"privnlu: warning: {pipeline['label']} has no useful utility: its dev score {score} reaches the "
+            f"majority-class score {float(pipeline['majority']['score']):.2f}, so its answers may be no better than "
+            "always giving the most frequent label")
+
+
+def _load_model(run: str | Path, *, key: str | Path | None, model: str | Path | None, device: str,
+                rng: SecretGenerator | None, samples: int | None) -> Predictor:
+    """:func:`load` without the warning."""
     samples = check_samples(samples)
     check_device(device)
     model_dir, run_dir = find_model_dir(run)
     pipeline = read_pipeline(model_dir)
+    check_dp_claims(pipeline, model_dir / PIPELINE_FILE)  # DP-IE and federated guarantees, before any weight
     for folder in (model_dir, *sorted(d for d in model_dir.iterdir() if d.is_dir())):
         refuse_custom_code(folder)
     with offline():
@@ -627,54 +656,21 @@ def _load_dchi(pipeline: dict, model_dir: Path, run_dir: Path | None, model: str
 
 # -- files of texts and of predictions ----------------------------------------------------------------------------
 
-INPUT_SUFFIXES = (".txt", ".csv", ".tsv", ".jsonl")
 OUTPUT_SUFFIXES = (".csv", ".tsv", ".jsonl")
 
 
 def read_inputs(text: list[str] | None, text_pair: list[str] | None, input: str | None, *, text_col: str = "text",
                 text_pair_col: str | None = None) -> tuple[list[str], list[str] | None]:
     """The texts (and pair texts) given one by one (``text``, ``text_pair``) or in a file (``input``: .txt, one per
-    line, or .csv/.tsv/.jsonl with ``text_col`` and ``text_pair_col``)."""
-    if bool(text) == bool(input):
-        raise PrivnluError("give the texts with --text (repeatable) or --input FILE, one of them")
-    if text:
-        if text_pair and len(text_pair) != len(text):
-            raise PrivnluError(f"{len(text)} --text but {len(text_pair)} --text-pair; give one pair per text")
-        return list(text), list(text_pair) if text_pair else None
-    if text_pair:
-        raise PrivnluError("--text-pair goes with --text; with --input, name the column with --text-pair-col")
-    assert input is not None
-    path = Path(input)
-    if not path.is_file():
-        raise PrivnluError(f"--input {path}: no such file")
-    suffix = path.suffix.lower()
-    if suffix not in INPUT_SUFFIXES:
-        raise PrivnluError(f"--input {path}: unsupported file type '{suffix}' (use {', '.join(INPUT_SUFFIXES)})")
-    if suffix == ".txt":
-        if text_pair_col:
-            raise PrivnluError("--text-pair-col needs a .csv, .tsv or .jsonl --input")
-        texts = [line for line in read_utf8(path).splitlines() if line.strip()]
-        pairs = None
-    else:
-        records = _read_records(path)
-        cols = [c for c in (text_col, text_pair_col) if c]
-        for col in cols:
-            if records and col not in records[0]:
-                raise PrivnluError(f"--input {path}: column '{col}' missing (found {sorted(map(str, records[0]))})")
-        for n, r in enumerate(records, start=1):
-            if None in r:  # csv.DictReader's place for the fields beyond the header's
-                raise PrivnluError(f"--input {path}: row {n} has more fields than the header "
-                                   f"({len(r) - 1 + len(r[None])} > {len(r) - 1}); quote a text that holds the "
-                                   "delimiter")
-            if any(r.get(c) is None for c in cols) and suffix != ".jsonl":
-                raise PrivnluError(f"--input {path}: row {n} has fewer fields than the header")
-            missing = next((c for c in cols if c not in r), None)
-            if missing is not None:  # a JSON line without the column (null is an empty text)
-                raise PrivnluError(f"--input {path}: row {n} has no column '{missing}'")
-        texts = [str(r[text_col] or "") for r in records]
-        pairs = [str(r[text_pair_col] or "") for r in records] if text_pair_col else None
-    if not texts:
-        raise PrivnluError(f"--input {path}: no texts found")
+    line, or .csv/.tsv/.jsonl with ``text_col`` and ``text_pair_col``), all in memory; ``privnlu predict`` streams
+    them instead (:func:`privnlu.training.predict_inputs.open_inputs`)."""
+    inputs = open_inputs(text, text_pair, input, text_col=text_col, text_pair_col=text_pair_col)
+    texts: list[str] = []
+    pairs: list[str] | None = [] if inputs.has_pairs else None
+    for t, p in inputs.chunks():
+        texts += t
+        if pairs is not None and p is not None:
+            pairs += p
     return texts, pairs
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ..errors import require
-from ..mechanisms.dp import check_privacy_params, pld_epsilon
+from .dp import check_privacy_params, pld_epsilon
 
 
 def check_dp_settings(*, clipping_norm: float, noise_multiplier: float, delta: float) -> None:
