@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "predict": ("predict", "apply a trained run to new text (with the owner's key where the scheme needs one)"),
     "encode": ("encode", "write TextHide or DP encodings and mixed labels for a downstream party"),
     "sweep": ("sweep", "train over an m x k grid from cached features"),
-    "audit": ("audit", "every privatization scheme on one task: utility vs sentence re-identification"),
+    "audit": ("audit", "every privatization scheme on one task: utility vs leakage (advantage over chance)"),
     "federated": ("federated", "federated training with TextHide on Flower (FedSGD / FedAvg)"),
     "dchi privatize": ("privatize", "d_chi-privatize a text file (text-to-text, token-rep or sequence-rep)"),
     "dchi calibrate": ("dchi", "find eta for a target token-inversion accuracy on this model"),
