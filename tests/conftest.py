@@ -115,3 +115,12 @@ def predict_refusal(folder: Path, monkeypatch, capsys) -> str:
     assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert "privnlu.json" in err, err
     return err
+
+
+def tiny_model_folder(root: Path, tiny_model: Path, *extra: str) -> Path:
+    """The model folder of a tiny frozen ``privnlu train`` run on a 24-row toy SST-2 under ``root`` (``extra``: the
+    scheme's options)."""
+    glue = toy_glue_dir(root, 24)
+    env = (root, ["--task", "sst2", "--data-dir", str(glue), "--model", str(tiny_model), "--cache-dir",
+                  str(root / "cache"), "--quiet", "--batch-size", "8", "--epochs", "1", *extra])
+    return train_once(env, "run") / "model"

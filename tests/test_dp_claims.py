@@ -18,7 +18,7 @@ from privnlu.schemes.dp_fedsgd_claim import verify_client_dp, verify_dp_fedsgd
 from privnlu.mechanisms.dp import calibrate
 from privnlu.mechanisms.dp_claim import verify_dp_ie
 
-from conftest import predict_refusal, toy_glue_dir, train_once
+from conftest import predict_refusal, tiny_model_folder
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 #: a sound calibration: Gaussian, epsilon 8 at delta 1e-5 over k = 4 encodings per example for 2 epochs
@@ -201,12 +201,8 @@ def test_a_payload_with_a_forged_dp_claim_is_refused_on_load(tmp_path):
 @pytest.fixture(scope="module")
 def dp_ie_model(tmp_path_factory, tiny_model) -> Path:
     """The model folder of a tiny frozen DP instance encoding run."""
-    root = tmp_path_factory.mktemp("dpie")
-    glue = toy_glue_dir(root, 24)
-    env = (root, ["--task", "sst2", "--data-dir", str(glue), "--model", str(tiny_model), "--cache-dir",
-                  str(root / "cache"), "--quiet", "--batch-size", "8", "--epochs", "1", "--scheme", "dp-ie",
-                  "--dp-epsilon", "8", "--k", "2"])
-    return train_once(env, "run") / "model"
+    return tiny_model_folder(tmp_path_factory.mktemp("dpie"), tiny_model, "--scheme", "dp-ie", "--dp-epsilon", "8",
+                             "--k", "2")
 
 
 @pytest.mark.parametrize("case", ["overstated", "text"])

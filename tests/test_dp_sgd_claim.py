@@ -14,7 +14,7 @@ from privnlu.cli.main import main
 from privnlu.errors import PrivnluError
 from privnlu.schemes.dp_sgd_claim import verify_dp_sgd
 
-from conftest import predict_refusal, toy_glue_dir, train_once
+from conftest import predict_refusal, tiny_model_folder
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "xie2022" / "dp-sgd-sst2-frozen"
 #: noise 0.4675 on a batch of everything for one step: epsilon about 8.3 at delta 1e-3 (PRV)
@@ -112,12 +112,7 @@ def test_the_report_refuses_an_audit_guarantee_above_its_dp_sgd_block(tmp_path, 
 @pytest.fixture(scope="module")
 def dp_sgd_model(tmp_path_factory, tiny_model) -> Path:
     """The model folder of a tiny frozen DP-SGD run."""
-    root = tmp_path_factory.mktemp("dpsgd")
-    glue = toy_glue_dir(root, 24)
-    env = (root, ["--task", "sst2", "--data-dir", str(glue), "--model", str(tiny_model), "--cache-dir",
-                  str(root / "cache"), "--quiet", "--batch-size", "8", "--epochs", "1", "--scheme", "dp-sgd",
-                  "--dp-epsilon", "8"])
-    return train_once(env, "run") / "model"
+    return tiny_model_folder(tmp_path_factory.mktemp("dpsgd"), tiny_model, "--scheme", "dp-sgd", "--dp-epsilon", "8")
 
 
 @pytest.mark.parametrize("case", ["overstated", "NaN", "negative", "text", "no delta"])

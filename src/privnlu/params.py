@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from .choices import DP_CALIBRATIONS, DP_MECHANISMS
 from .errors import PrivnluError, require, require_choice
+from .schemas.base import finite_number
 
 #: a pool size of ``inf``: a fresh mask per example
 INF = math.inf
@@ -185,6 +186,22 @@ def task_name(text: str) -> str:
         raise argparse.ArgumentTypeError(f"'{text[:40]}' is not a task name: use letters, digits, '.', '_', '+', "
                                          "'-' (no '/' or spaces, no leading '.'), at most 100 characters")
     return text
+
+
+#: a numeric field's range: (lo, hi, lo included, hi included, a whole number)
+NumberRange = tuple[float, float, bool, bool, bool]
+
+
+def checked_number(block: dict, name: str, where: str, what: str, rng: NumberRange) -> float:
+    """``block[name]``: a finite number in ``rng``, or one line naming ``where``, ``what`` record and the field."""
+    lo, hi, lo_in, hi_in, whole = rng
+    v = block.get(name)
+    ok = (finite_number(v) and (v >= lo if lo_in else v > lo) and (v <= hi if hi_in else v < hi)
+          and (not whole or float(v).is_integer()))
+    shown = "missing" if name not in block else repr(v)[:40]
+    require(ok, f"{where}: {what} field '{name}' is {shown}, not a finite number in "
+                f"{'[' if lo_in else '('}{lo:g}, {hi:g}{']' if hi_in else ')'}" + (" (a whole number)" if whole else ""))
+    return float(v)
 
 
 def name_list(text: str) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..data.metrics import reaches_majority
 from ..stats import clopper_pearson as interval
 from .leakage import on_scale
 
@@ -89,8 +90,7 @@ def short_guarantee(g: dict) -> str:
 def useful(p: Point, chance_utility: float | None) -> bool:
     """Whether ``p``'s utility is above always predicting the majority class: the lower end of its 95 % interval
     (the score itself where no interval was measured) is above it; unknown majority: assumed useful."""
-    low = p.utility_ci[0] if p.utility_ci is not None else p.utility
-    return chance_utility is None or low > chance_utility
+    return chance_utility is None or not reaches_majority(p.utility, p.utility_ci, chance_utility)
 
 
 def at_chance(p: Point) -> bool:

@@ -91,12 +91,13 @@ def reference_seed(seed: int | None, r: int) -> int | None:
     return None if seed is None else (seed + 7919 * (r + 1)) % 2**31
 
 
-def reference_trainer(ctx: Context, spec: RunSpec) -> Callable[[torch.Tensor, torch.Tensor], Query]:
+def reference_trainer(ctx: Context, spec: RunSpec, texts: list[str] | None = None
+                      ) -> Callable[[torch.Tensor, torch.Tensor], Query]:
     """The public training recipe, run by the attacker: a model trained like the audited one (``spec``: same mode
     and settings, the attacker's own keys and noise) on candidates ``x`` with ``labels``; its query function.
 
-    Frozen mode: ``x`` are representations, and a head is trained on them. Joint mode: ``x`` are candidate row
-    numbers (:func:`joint_candidates`), and the encoder is fine-tuned with the head on their texts."""
+    Frozen mode: ``x`` are representations, and a head is trained on them. Joint mode: ``x`` are row numbers into
+    the candidates' ``texts``, and the encoder is fine-tuned with the head on those texts."""
     prep = ctx.prep
     first = prep.task.eval_splits[0]
     evals = {first: prep.evals[first].head(64)}  # per-epoch evaluation only; the attacker never needs it
@@ -109,11 +110,12 @@ def reference_trainer(ctx: Context, spec: RunSpec) -> Callable[[torch.Tensor, to
         calls[0] += 1
         keep: dict = {}
         if spec.mode == "joint":
-            texts = [ctx.joint_texts[int(i)] for i in x.flatten().tolist()]
-            ds = TextDataset(prep.train.name, "train", texts, [int(y) for y in labels], label_names=prep.train.label_names)
+            assert texts is not None
+            rows = [texts[int(i)] for i in x.flatten().tolist()]
+            ds = TextDataset(prep.train.name, "train", rows, [int(y) for y in labels], label_names=prep.train.label_names)
             ref = Prepared(prep.task, prep.encoder, ds, evals, None, {}, None, ctx.public_texts if spec.inter else None)
             train_run(run, ref, progress=False, group="reference", keep=keep)
-            return joint_query(ctx, keep)
+            return joint_query(ctx, keep, texts)
         # frozen training reads representations and labels only; the texts stay with the attacker
         ds = TextDataset(prep.train.name, "train", [""] * len(x), [int(y) for y in labels],
                          label_names=prep.train.label_names)
@@ -124,11 +126,11 @@ def reference_trainer(ctx: Context, spec: RunSpec) -> Callable[[torch.Tensor, to
     return train
 
 
-def joint_query(ctx: Context, keep: dict) -> Query:
-    """A fine-tuned model's query on candidate row numbers: its own encoder on their texts, then its head."""
+def joint_query(ctx: Context, keep: dict, texts: list[str]) -> Query:
+    """A fine-tuned model's query on row numbers into ``texts``: its own encoder on those texts, then its head."""
     def query(rows: torch.Tensor) -> torch.Tensor:
-        texts = [ctx.joint_texts[int(i)] for i in rows.flatten().tolist()]
-        x = extract_features(keep["encoder"], texts, None, max_length=ctx.settings.max_length, progress=False)
+        batch = [texts[int(i)] for i in rows.flatten().tolist()]
+        x = extract_features(keep["encoder"], batch, None, max_length=ctx.settings.max_length, progress=False)
         return keep["query"](x.float())
 
     return query
@@ -140,12 +142,13 @@ def membership_threat(ctx: Context, spec: RunSpec, keep: dict, delta: float) -> 
     s = ctx.settings
     pool = candidates(ctx)
     n = ctx.n
-    query = keep["query"]
+    query, texts = keep["query"], None
     if s.mode == "joint":  # candidates as row numbers: every model represents them with its own encoder
-        ctx.joint_texts = pool.texts
-        pool = Corpus(pool.texts, torch.arange(len(pool.texts), dtype=torch.float32)[:, None], pool.labels)
-        query = joint_query(ctx, keep)
-    view = AttackerView(MEMBERSHIP_THREAT, candidates=pool, query=query, train_reference=reference_trainer(ctx, spec))
+        texts = pool.texts
+        pool = Corpus(texts, torch.arange(len(texts), dtype=torch.float32)[:, None], pool.labels)
+        query = joint_query(ctx, keep, texts)
+    view = AttackerView(MEMBERSHIP_THREAT, candidates=pool, query=query,
+                        train_reference=reference_trainer(ctx, spec, texts))
     attack = LiRA(n_reference=s.mi_references, rng=ctx.rng())
     name = (f"LiRA, online, {s.mi_references} reference models (Carlini et al. 2022)"
             + (", each fine-tuned by the point's recipe" if s.mode == "joint" else ""))

@@ -38,6 +38,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -64,7 +65,7 @@ from ..schemes import NoPrivacy, Scheme, create
 from ..training import TrainConfig
 from ..training.engine import Prepared, RunSpec, prepare, release_once, train_run
 from ..version import __version__
-from .frontier import clopper_pearson
+from .frontier import Point, at_chance, clopper_pearson, refuted, useful
 from .grid import AuditSettings, GridPoint, fit_to_data, grid
 from .leakage import advantage, chance_share, on_scale, release_epsilon
 from .membership import membership_threat, nonmember_pool
@@ -95,7 +96,6 @@ class Context:
     _space: TokenSpace | None = None
     _seconds: dict[str, float] | None = None  # the last duration of each kind of stage (the next one's estimate)
     _nonmembers: Corpus | None = None
-    joint_texts: list[str] | None = None  # joint-mode membership inference: the candidates' texts, by row number
 
     @property
     def n(self) -> int:
@@ -121,7 +121,7 @@ class Context:
             self._nonmembers = nonmember_pool(self)
         return self._nonmembers
 
-    @property
+    @cached_property
     def public_texts(self) -> list[str]:
         return _public_texts(self.settings)
 
@@ -351,23 +351,21 @@ def run_point(ctx: Context, point: GridPoint) -> dict:
     with _stage(ctx, f"{point.name}: membership inference on the trained model ({s.mi_references} reference "
                      "models)", "membership"):
         threats["model"] = membership_threat(ctx, spec, keep, delta)
-    first = prep.task.eval_splits[0]
-    utility_ci = train["eval"][first].get("score_ci95")
-    empirical = max(t["empirical_epsilon"]["epsilon_lb"] for t in threats.values())
-    return {
+    rec = {
         "kind": "audit", "privnlu": __version__, "task": prep.task.name, "metric": prep.task.metric,
         "scheme": point.scheme, "scheme_title": scheme.title, "setting": _setting(point, eta),
         "point": point.to_json(), "name": point.name, "mode": s.mode,
-        "utility": round(float(train["score"]), 2), "utility_ci95": utility_ci, "train": train,
-        "useful": utility_ci is None or utility_ci[0] > ctx.chance_utility,
-        "reid": worst_threat(threats), "threats": threats, "at_chance": all(t["at_chance"] for t in threats.values()),
-        "empirical_epsilon": empirical, "formal_epsilon": guarantee.epsilon,
-        "refuted": guarantee.epsilon is not None and empirical > guarantee.epsilon,
+        "utility": round(float(train["score"]), 2), "utility_ci95": train["eval"][prep.task.eval_splits[0]].get(
+            "score_ci95"), "train": train, "reid": worst_threat(threats), "threats": threats,
         "random_guess_reid": round(ctx.random_reid, 3), "chance_utility": round(ctx.chance_utility, 2),
         "own_leakage": own, "guarantee": guarantee.to_json(), "examples": examples,
         "n_train": len(prep.train), "encoder": public_model_name(prep.encoder), "settings": s.key(point),
         "experiment_seed": s.seed, "seconds": round(time.time() - t0, 1),
     }
+    # the verdicts, by the frontier's own rules (one place decides what "useful", "at chance" and "refuted" mean)
+    p = Point.from_record(rec)
+    return {**rec, "useful": useful(p, rec["chance_utility"]), "at_chance": at_chance(p),
+            "empirical_epsilon": p.empirical_epsilon, "formal_epsilon": p.formal_epsilon, "refuted": refuted(p)}
 
 
 def worst_threat(threats: dict[str, dict]) -> dict:
@@ -459,18 +457,16 @@ def point_path(out: Path, point: GridPoint) -> Path:
 
 
 def finished(path: Path, settings: AuditSettings, point: GridPoint) -> dict | None:
-    """The point's record if it exists and was made with the same settings (and carries the common scale and the
-    empirical epsilon: a point of an older privnlu is recomputed)."""
+    """The point's record if it exists and was made with the same settings (which a point of an older privnlu,
+    without the common scale, never is: it is recomputed)."""
     if not path.exists():
         return None
     try:
         rec = read_json(path)
     except (ValueError, OSError):
         return None
-    current = rec.get("kind") == "audit" and "empirical_epsilon" in rec and isinstance(rec.get("settings"), dict) \
-        and "data_fingerprint" in rec["settings"]
-    if not (current and rec.get("settings") == settings.key(point)):
-        return None
+    if rec.get("kind") != "audit" or rec.get("settings") != settings.key(point):
+        return None  # the settings name the data's fingerprint: a point of an older privnlu never matches
     check_audit_point(rec, file=path)  # a hand-edited point is refused, never reported
     return rec
 

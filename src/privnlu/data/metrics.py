@@ -96,6 +96,13 @@ def _mcc_of(tables: np.ndarray) -> np.ndarray:
     return np.where(den > 0, (c * s - (p * t).sum(1)) / np.maximum(den, 1e-300), 0.0)
 
 
+def reaches_majority(score: float, ci: Sequence[float] | None, majority: float) -> bool:
+    """Whether a score cannot be told from always predicting the majority class: the lower end of its 95 % interval
+    (the score itself where no interval was measured) is at or below the majority-class score."""
+    low = ci[0] if ci else score
+    return float(low) <= float(majority) + 1e-9
+
+
 def majority(metric: str, train_labels: Sequence[float], gold: Sequence[float], *, regression: bool = False) -> dict[str, float]:
     """The score of predicting train's most frequent label (its mean for regression) on ``gold``: the floor a
     table must show beside a score (MRPC's F1 of "always paraphrase" is 81.2). ``score`` x100; ``accuracy`` x100

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..choices import DP_CALIBRATIONS, DP_MECHANISMS, NOISE_READINGS
 from ..errors import PrivnluError, require
-from ..params import MAX_EPSILON, MIN_DELTA
+from ..params import MAX_EPSILON, MIN_DELTA, checked_number
 
 #: how far (relative) a claimed epsilon may sit below the recomputation (the accountants' own discretisation)
 TOLERANCE = 0.01
@@ -42,18 +42,6 @@ RANGES: dict[str, tuple[float, float, bool, bool, bool]] = {
     "target_epsilon": (0.0, MAX_EPSILON, False, True, False)}
 
 
-def number(block: dict, name: str, where: str, what: str, rng: tuple[float, float, bool, bool, bool]) -> float:
-    """``block[name]``: a finite number in ``rng``, or one line naming ``where``, ``what`` record and the field."""
-    lo, hi, lo_in, hi_in, whole = rng
-    v = block.get(name)
-    ok = (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-          and (v >= lo if lo_in else v > lo) and (v <= hi if hi_in else v < hi) and (not whole or float(v).is_integer()))
-    shown = "missing" if name not in block else repr(v)[:40]
-    require(ok, f"{where}: {what} field '{name}' is {shown}, not a finite number in "
-                f"{'[' if lo_in else '('}{lo:g}, {hi:g}{']' if hi_in else ')'}" + (" (a whole number)" if whole else ""))
-    return float(v)
-
-
 def _name(block: dict, name: str, where: str, choices: tuple[str, ...], default: str | None = None) -> str:
     v = block.get(name, default)
     require(v in choices, f"{where}: DP instance encoding field '{name}' is {str(v)[:40]!r}, not one of "
@@ -62,7 +50,7 @@ def _name(block: dict, name: str, where: str, choices: tuple[str, ...], default:
 
 
 def _f(block: dict, name: str, where: str) -> float:
-    return number(block, name, where, "DP instance encoding", RANGES[name])
+    return checked_number(block, name, where, "DP instance encoding", RANGES[name])
 
 
 def is_dp_ie(block: Any) -> bool:
@@ -93,7 +81,7 @@ def verify_dp_ie(cal: Any, *, where: str, least: int = 1) -> float | None:
                           max_weight=max_weight)
     for name, value in (("sensitivity", mech.sensitivity), ("noise_multiplier", mech.noise_multiplier)):
         if name in cal:
-            stated = number(cal, name, where, "DP instance encoding", (0.0, math.inf, False, False, False))
+            stated = checked_number(cal, name, where, "DP instance encoding", (0.0, math.inf, False, False, False))
             require(abs(stated - value) <= TOLERANCE * value,
                     f"{where}: DP instance encoding field '{name}' is {stated:.4g}, but its clip, noise and dimension "
                     f"give {value:.4g}")
@@ -140,4 +128,4 @@ def _recompute(kind: str, z: float, n: int, delta: float) -> float:
     return composed_epsilon(kind, z, n, delta)
 
 
-__all__ = ["TOLERANCE", "is_dp_ie", "least_participations", "number", "verify_dp_ie"]
+__all__ = ["TOLERANCE", "is_dp_ie", "least_participations", "verify_dp_ie"]

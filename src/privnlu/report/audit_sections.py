@@ -80,13 +80,8 @@ def _threat(r: dict, name: str) -> str:
 
 def attacks_note(recs: list[dict]) -> str:
     """The attack behind each threat's figures, once for the table (the cells stay short)."""
-    seen: dict[str, str] = {}
-    for r in recs:
-        for name in ("release", "model"):
-            t = _threat_of(r, name)
-            if t is not None and t.get("attack"):
-                key = f"{name}: {t['attack']}"
-                seen.setdefault(key, r["scheme_title"])
+    seen = {f"{name}: {t['attack']}" for r in recs for name in ("release", "model")
+            if (t := _threat_of(r, name)) is not None and t.get("attack")}
     return "Attacks: " + "; ".join(sorted(seen)) + "." if seen else ""
 
 
@@ -95,7 +90,7 @@ def utility_cell(r: dict) -> str:
     chance = r.get("chance_utility")
     ci = r.get("utility_ci95")
     text = f"{r['utility']:.2f}" + (f" ({ci[0]:.1f}-{ci[1]:.1f})" if ci else "")
-    if chance is not None and (ci[0] if ci else r["utility"]) <= chance:
+    if not useful(Point.from_record(r), chance):
         return f"{text} ({NO_USEFUL_UTILITY}: majority class {chance:.2f})"
     return text
 
@@ -142,6 +137,12 @@ def detail_rows(recs: list[dict]) -> list[list[object]]:
     """Each threat against its own chance line, the empirical epsilon by threat, and the scheme's own figures."""
     return [[r["scheme_title"], r.get("setting") or "-", _threat(r, "release"), _threat(r, "model"), _epsilons(r),
              _own(r)] for r in recs]
+
+
+def red_flags_first(advice: list[str]) -> tuple[list[str], list[str]]:
+    """(the red flags the recommendation opens with, the rest: the bottom line first)."""
+    n = sum(1 for a in advice if a.startswith("Red flag"))
+    return advice[:n], advice[n:]
 
 
 def analysis(recs: list[dict]) -> tuple[list[Point], list[Point], Point | None, list[str]]:
@@ -246,8 +247,7 @@ def render_audit(records: list[dict], ctx: Context) -> Markup | None:
     parts = []
     for i, ((task, mode), recs) in enumerate(sorted(groups.items())):
         _, _, _, advice = analysis(recs)
-        flags = [a for a in advice if a.startswith("Red flag")]
-        rest = advice[len(flags):]
+        flags, rest = red_flags_first(advice)
         parts.append(join(
             heading(3, f"{task} ({mode})") if len(groups) > 1 else None,
             *[para(f, cls="red-flag") for f in flags],
@@ -286,8 +286,7 @@ def audit_markdown(records: list[dict]) -> str | None:
     parts = []
     for (task, mode), recs in sorted(groups.items()):
         _, front, _, advice = analysis(recs)
-        flags = [a for a in advice if a.startswith("Red flag")]
-        rest = advice[len(flags):]
+        flags, rest = red_flags_first(advice)
         parts.append("".join(f"**{f}**\n\n" for f in flags) + f"**{task} ({mode})**: {rest[0]}\n\n{summary(recs)}\n\n"
                      + md_table(HEAD, rows(recs)) + "\n\n" + md_table(DETAIL_HEAD, detail_rows(recs)) + "\n\n"
                      + attacks_note(recs) + "\n\n"

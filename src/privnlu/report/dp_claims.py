@@ -20,10 +20,10 @@ than its verified DP block.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from ..errors import require
+from ..params import finite_number
 from ..schemes.dp_fedsgd_claim import verify_client_dp, verify_dp_fedsgd
 from ..mechanisms.dp_claim import is_dp_ie, least_participations, verify_dp_ie
 from ..schemes.dp_sgd_claim import TOLERANCE, is_dp_sgd, verify_dp_sgd
@@ -74,7 +74,7 @@ def check_dp_claims(record: dict, file: str | Path) -> None:
     g = record.get("guarantee")
     if record_name(record) in ("dp-sgd", "dp-ie") and isinstance(g, dict) and g.get("epsilon") is not None:
         eps = g["epsilon"]
-        ok = isinstance(eps, (int, float)) and not isinstance(eps, bool) and math.isfinite(eps) and eps > 0
+        ok = finite_number(eps) and eps > 0
         require(ok and bool(claims) and eps >= max(claims) * (1 - TOLERANCE),
                 f"{file}: field 'guarantee.epsilon' is {str(eps)[:40]}, not the epsilon of the record's verified "
                 "DP block" + ("" if claims else " (it has none)"))

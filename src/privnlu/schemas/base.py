@@ -48,6 +48,11 @@ def _range_words(lo: float | None, hi: float | None) -> str:
     return ""
 
 
+def finite_number(v: Any) -> bool:
+    """Whether ``v`` is a finite int or float (a bool is not a number here)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -73,7 +78,7 @@ def number_field(lo: float | None = None, hi: float | None = None, *, nonfinite_
     def check(v: Any) -> float:
         if nonfinite_text and v in ("inf", "-inf", "nan"):
             return v
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if not finite_number(v):
             raise _fail(words)
         if (lo is not None and v < lo) or (hi is not None and v > hi):
             raise _fail(words)

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic.functional_validators import PlainValidator
 
-from .base import _fail, _text, Bool, List, MLabel, Name, Object, Schema, Text, int_field, number_field, validate
+from .base import _fail, finite_number, _text, Bool, List, MLabel, Name, Object, Schema, Text, int_field, number_field, validate
 
 def _text_or_object(v: Any) -> Any:
     if isinstance(v, dict):
@@ -77,13 +77,9 @@ def check_record(record: Any, *, file: object) -> ResultRecord:
 
 
 def _finite(value: Any, where: str, file: object) -> None:
-    import math
+    from ..errors import require
 
-    from ..errors import PrivnluError
-
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok:
-        raise PrivnluError(f"{file}: field '{where}' is {str(value)[:40]}, not a finite number")
+    require(finite_number(value), f"{file}: field '{where}' is {str(value)[:40]}, not a finite number")
 
 
 def check_audit_point(record: dict, *, file: object) -> None:

@@ -124,6 +124,10 @@ class Scheme:
         """The formal guarantee of a release under these settings (the kind ``none`` by default)."""
         return Guarantee("none", f"none ({self.title} has no formal guarantee)")
 
+    def check_received(self, record: dict | None, *, where: str) -> None:
+        """Refuse (one line naming ``where``) a received model's privacy record (``privacy.dp`` of a ``privnlu.json``)
+        whose guarantee this scheme's own mechanism does not give; nothing to check by default."""
+
     def require(self, *names: str) -> None:
         """PrivnluError unless every named parameter is set (a release needs them)."""
         missing = [n for n in names if getattr(self, n) is None]

@@ -22,8 +22,7 @@ import math
 from typing import Any
 
 from ..errors import PrivnluError, require
-from ..params import MAX_EPSILON, MIN_DELTA
-from ..mechanisms.dp_claim import number
+from ..params import MAX_EPSILON, MIN_DELTA, checked_number
 from .dp_sgd_claim import verify_dp_sgd
 
 #: how far (relative) a claimed epsilon may sit below the recomputation (the accountant's own discretisation)
@@ -45,7 +44,7 @@ def is_dp_fedsgd(block: Any) -> bool:
 def verify_dp_fedsgd(dp: Any, *, where: str) -> float:
     """Recompute a DP-FedSGD block's client-level epsilon and refuse a claim below it; returns the claim."""
     require(isinstance(dp, dict), f"{where}: the DP-FedSGD record is {type(dp).__name__}, not an object")
-    f = {k: number(dp, k, where, "DP-FedSGD", rng) for k, rng in RANGES.items()}
+    f = {k: checked_number(dp, k, where, "DP-FedSGD", rng) for k, rng in RANGES.items()}
     z, rounds, delta, claim = f["noise_multiplier"], int(f["releases"]), f["delta"], f["epsilon"]
     recomputed = _spent(z, rounds, delta, where)
     require(claim >= recomputed * (1 - TOLERANCE),
@@ -84,8 +83,8 @@ def verify_client_dp(block: Any, *, where: str) -> float:
         require(isinstance(c, dict), f"{where}: client DP-SGD field 'clients[{i}]' is not an object")
         eps.append(verify_dp_sgd({**c, "accountant": accountant}, where=f"{where}: client {i}"))
         deltas.append(float(c["delta"]))
-    claim = number(block, "epsilon", where, "client DP-SGD", (0.0, MAX_EPSILON, False, True, False))
-    delta = number(block, "delta", where, "client DP-SGD", (MIN_DELTA, 1.0, True, False, False))
+    claim = checked_number(block, "epsilon", where, "client DP-SGD", (0.0, MAX_EPSILON, False, True, False))
+    delta = checked_number(block, "delta", where, "client DP-SGD", (MIN_DELTA, 1.0, True, False, False))
     require(claim >= max(eps) * (1 - TOLERANCE) and delta >= max(deltas) * (1 - TOLERANCE),
             f"{where}: the client DP-SGD guarantee ({claim:.4g}, {delta:g}) is smaller than its worst client's "
             f"({max(eps):.4g}, {max(deltas):g})")

@@ -91,6 +91,14 @@ class DPSGD(Scheme):
                                "covers each example's text and label, not the pretrained encoder's own data",
                          epsilon=float(eps), delta=delta)
 
+    def check_received(self, record: dict | None, *, where: str) -> None:
+        """A DP-SGD model must carry its DP-SGD record, and its epsilon is recomputed from its own noise multiplier,
+        sampling rate, steps and delta (:func:`~.dp_sgd_claim.verify_dp_sgd`)."""
+        if not record:
+            raise PrivnluError(f"{where}: a DP-SGD model without its DP-SGD record (privacy.dp): its guarantee cannot "
+                               "be checked")
+        verify_dp_sgd(record, where=where)
+
     def hider(self, *, dim: int, rng: Any, epochs: int = 1, public: Any = None, pool: Any = None) -> None:
         """No encoding: training sees the clean representations (the privacy is in the optimizer)."""
         return None

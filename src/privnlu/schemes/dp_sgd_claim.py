@@ -29,7 +29,7 @@ import warnings
 from typing import Any
 
 from ..errors import PrivnluError, require
-from ..params import MAX_EPSILON, MIN_DELTA, plural
+from ..params import MAX_EPSILON, MIN_DELTA, checked_number, plural
 
 #: how far (relative) a claimed epsilon may sit below the recomputation (the accountants' own discretisation)
 TOLERANCE = 0.01
@@ -46,16 +46,7 @@ ACCOUNTANTS = ("prv", "rdp")
 
 def _field(dp: dict, name: str, where: str, rng: tuple[float, float, bool, bool] | None = None) -> float:
     """``dp[name]``: a finite number in its range, or one line naming ``where`` and the field."""
-    lo, hi, lo_in, hi_in = rng or RANGES[name]
-    v = dp.get(name)
-    ok = (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-          and (v >= lo if lo_in else v > lo) and (v <= hi if hi_in else v < hi)
-          and (name != "steps" or float(v).is_integer()))
-    shown = "missing" if name not in dp else repr(v)[:40]
-    require(ok, f"{where}: DP-SGD field '{name}' is {shown}, not a finite number in "
-                f"{'[' if lo_in else '('}{lo:g}, {hi:g}{']' if hi_in else ')'}"
-                + (" (a whole number)" if name == "steps" else ""))
-    return float(v)
+    return checked_number(dp, name, where, "DP-SGD", (*(rng or RANGES[name]), name == "steps"))
 
 
 def check_fields(dp: Any, where: str) -> dict:

@@ -29,6 +29,7 @@ from typing import Any, Iterator
 
 from ..errors import PrivnluError
 from ..io import SECRET_MODE, file_sha256
+from ..params import finite_number
 
 FORMAT = "privnlu-ledger"
 VERSION = 2
@@ -104,7 +105,7 @@ def _number(path: Path, where: str, v: Any, *, lo: float = 0.0, lo_open: bool = 
     """A finite number in (lo, hi) (``lo`` included unless ``lo_open``), or None when ``optional``."""
     if v is None and optional:
         return None
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v < hi and (
+    ok = finite_number(v) and v < hi and (
         v > lo if lo_open else v >= lo)
     if not ok:
         rng = f"{'(' if lo_open else '['}{lo:g}, {hi:g})"

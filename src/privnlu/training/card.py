@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..data.metrics import reaches_majority
 from ..params import plural
 from ..schemes import for_finetune_mode, from_record, get, names
 from ..schemes.dp_sgd_claim import verify_dp_sgd
@@ -60,8 +61,7 @@ def learned_nothing(record: dict, score: float | None = None) -> bool:
     maj = (record.get("majority") or {}).get("score")
     score = record.get("score") if score is None else score
     ci = score_ci(record)
-    low = ci[0] if ci is not None else score
-    return maj is not None and low is not None and float(low) <= float(maj) + 1e-9
+    return maj is not None and (ci is not None or score is not None) and reaches_majority(score, ci, maj)
 
 
 def no_utility(record: dict, score: float | None) -> str | None:

@@ -74,7 +74,6 @@ from .received import check_dp_claims
 from ..data.dataset import TextDataset
 from ..schemas import recorded_path
 from ..schemes import Scheme, from_record
-from ..schemes.dp_sgd_claim import verify_dp_sgd
 from .predict_inputs import open_inputs
 
 if TYPE_CHECKING:
@@ -370,7 +369,8 @@ def _load_model(run: str | Path, *, key: str | Path | None, model: str | Path | 
                 raise PrivnluError("--key: a d_chi model has no key (its queries are privatized with public parameters)")
             return _load_dchi(pipeline, model_dir, run_dir, model, device, rng or SecretGenerator(), samples)
         privacy = pipeline["privacy"]
-        check_dp_sgd_claim(privacy, model_dir / PIPELINE_FILE)  # before any heavy work
+        # the scheme checks its own guarantee (DP-SGD: recomputed, never trusted), before any heavy work
+        from_record(privacy).check_received(privacy.get("dp"), where=str(model_dir / PIPELINE_FILE))
         pool = _load_key(privacy, int(pipeline["encoder"]["hidden_size"]), key, run_dir)  # before any heavy work
         head = load_head(model_dir / HEAD_DIR, device=device)
         encoder = _load_encoder(pipeline, model_dir, run_dir, model, device)
@@ -381,18 +381,6 @@ def _load_model(run: str | Path, *, key: str | Path | None, model: str | Path | 
     scheme = from_record(privacy)
     return Predictor(pipeline, encoder, head, hider, device, pool[1] if pool else None,
                      release=scheme if scheme.release == "once" else None, rng=rng, samples=samples)
-
-
-def check_dp_sgd_claim(privacy: dict, where: Path) -> None:
-    """A DP-SGD model's guarantee, recomputed from its own noise multiplier, sampling rate, steps and delta
-    (:func:`~privnlu.schemes.dp_sgd_claim.verify_dp_sgd`); one line if it is missing, malformed or overstated."""
-    if from_record(privacy).release != "model":
-        return
-    dp = privacy.get("dp")
-    if not dp:
-        raise PrivnluError(f"{where}: a DP-SGD model without its DP-SGD record (privacy.dp): its guarantee cannot "
-                           "be checked")
-    verify_dp_sgd(dp, where=str(where))
 
 
 def check_samples(samples: int | None) -> int | None:
