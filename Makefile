@@ -22,12 +22,13 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/privnlu demo --out runs/demo
 
-# two test workers on 2 cores: one OpenMP thread each, or OpenMP spin-waiting slows small ops badly
+# two test workers on 2 cores: one OpenMP thread each, or OpenMP spin-waiting slows small ops badly; tests
+# marked with one xdist_group run in one worker, in order
 test: $(STAMP)
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 --durations=15
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=15
 
-# every benchmark at small sizes (about 10 minutes on 2 cores), ratios in runs/bench/*.json;
-# `make bench BENCH_ARGS=--quick` only checks that each runs (a few minutes)
+# every benchmark at small sizes (about 20 minutes on 2 cores, half of it the README quickstart), ratios in runs/bench/*.json;
+# `make bench BENCH_ARGS=--quick` only checks that each runs (about 12 minutes)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
 

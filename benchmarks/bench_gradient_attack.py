@@ -4,7 +4,7 @@
 iteration no longer moves it, instead of running all 1,200 iterations. Each trial runs both ways in this process,
 one thread, over the Table 2 cells (widths ``--dims``, k = 0 (no TextHide), 1, 2, 4). Ratio: ``early_stop_speedup``,
 the full runs' total time over the early-stopped runs'. The details count the trials whose results (MSE, success,
-encoding MSE, gradient distance) are identical both ways (tests/test_gradient_matching.py asserts that they are),
+encoding MSE, gradient distance) are identical both ways (tests/unit/attacks/test_gradient_matching.py asserts that they are),
 and each cell's time. Random features of MiniLM's width (384). Run alone:
 
     PYTHONPATH=src OMP_NUM_THREADS=1 python benchmarks/bench_gradient_attack.py [--dims 4,16,64,256] [--reps 2]
@@ -20,7 +20,7 @@ import time
 import torch
 
 from common import save
-from privnlu.attacks.gradient_matching import GradientMatchingConfig, Trial, run_trial
+from privnlu.attacks.gradient.matching import GradientMatchingConfig, Trial, run_trial
 
 KS = (0, 1, 2, 4)
 FIELDS = ("mse", "grad_distance", "encoding_mse", "mask_mse", "analytic_mse")

@@ -20,8 +20,8 @@ import torch
 
 from bench_sparse_nmf import add_release_args, clustered_start
 from common import best_of, save, skip
-from privnlu.attacks import reconstruction_kernels as kernels
-from privnlu.attacks import reconstruction_sparse as rs
+from privnlu.attacks.reconstruction import kernels
+from privnlu.attacks.reconstruction import sparse as rs
 
 if kernels.AVAILABLE:
     from numba import njit, prange

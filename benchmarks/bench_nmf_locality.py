@@ -1,6 +1,6 @@
 """Sparse-nmf iterations in the release's (shuffled) order against the locality order, in the same process.
 
-The locality order (``reconstruction_sparse.locality_order``) sorts encodings by their main group, so that the
+The locality order (``reconstruction.sparse.locality_order``) sorts encodings by their main group, so that the
 products touch memory in runs; ``nmf_sparse_factor`` uses it. The synthetic release is
 ``bench_sparse_nmf.py --clustered``'s: each encoding mixes 4 of ``--groups`` originals and its neighbours share one
 of them, random affinities, rows in random order as in a shuffled release; the starting ``H`` is
@@ -22,8 +22,8 @@ import torch
 
 from bench_sparse_nmf import add_release_args, clustered_start
 from common import save
-from privnlu.attacks import reconstruction_kernels as kernels
-from privnlu.attacks import reconstruction_sparse as rs
+from privnlu.attacks.reconstruction import kernels
+from privnlu.attacks.reconstruction import sparse as rs
 
 
 def main() -> None:

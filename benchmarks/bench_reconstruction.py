@@ -4,7 +4,7 @@
         [--k 4] [--m 1] [--graph 0] [--methods ...] [--nmf-seeds clique] [--threads 1] [--out FILE]
 
 ``--graph 0`` scores all ``N^2`` pairs (the paper's "all pairs of the encoded data"); ``--graph K`` only the
-pairs of a K-nearest-neighbour graph of the ``|e|`` features (:mod:`privnlu.attacks.reconstruction_sparse`).
+pairs of a K-nearest-neighbour graph of the ``|e|`` features (:mod:`privnlu.attacks.reconstruction.sparse`).
 Reference in the same process: scoring all pairs with the same factorised network, timed on a slice of rows
 and extrapolated to ``N^2`` (dense) — the ratio is the speed-up of the graph (or, with ``--graph 0``, of the
 factorised first layer over materialised ``[a; b]`` inputs). Peak memory is the process's maximum resident set
@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from privnlu.attacks.reconstruction_scale import reference_all_pairs
+from privnlu.attacks.reconstruction.scale import reference_all_pairs
 
 
 def load_x(task: str, n_needed: int, train_limit: int | None) -> tuple[torch.Tensor, torch.Tensor, list[str], str]:
@@ -61,9 +61,10 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
-    from privnlu.attacks.audit import Condition, reconstruction_audit
-    from privnlu.attacks.reconstruction import CLUSTERINGS, SPARSE_CLUSTERINGS, ReconstructionConfig, features
-    from privnlu.attacks import reconstruction_kernels as kernels
+    from privnlu.attacks.conditions import Condition
+    from privnlu.attacks.reconstruction.audit import reconstruction_audit
+    from privnlu.attacks.reconstruction.attack import CLUSTERINGS, SPARSE_CLUSTERINGS, ReconstructionConfig, features
+    from privnlu.attacks.reconstruction import kernels
     from privnlu.attacks.threat import Corpus
     from privnlu.io import write_json_atomic
     from privnlu.mechanisms.texthide import parse_m

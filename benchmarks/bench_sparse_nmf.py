@@ -1,7 +1,7 @@
 """One sparse-nmf iteration (both products computed only on the support) against the full sparse products masked
 afterwards, in the same process.
 
-The reconstruction attack's sparse nmf (:mod:`privnlu.attacks.reconstruction_sparse`) updates ``H`` only on its
+The reconstruction attack's sparse nmf (:mod:`privnlu.attacks.reconstruction.sparse`) updates ``H`` only on its
 support, so it needs ``A H`` and ``H (H^T H)`` only there. Ratios, all against references timed in this process
 (both give the same numbers, checked):
 
@@ -10,7 +10,7 @@ support, so it needs ``A H`` and ``H (H^T H)`` only there. Ratios, all against r
 * ``gram_speedup_vs_per_row_blocks``: the per-row Gram-block denominator (a w x w block of ``H^T H`` gathered per
   row) over the on-support one, 1 thread;
 * ``float32_speedup_vs_float64``: the same products in float32 (nmf_sparse's default) over float64, ``--threads``;
-* ``compiled_speedup_vs_float32``: the compiled products (``privnlu.attacks.reconstruction_kernels``, numba;
+* ``compiled_speedup_vs_float32``: the compiled products (``privnlu.attacks.reconstruction.kernels``, numba;
   absent without numba) over float32 scipy.
 
 Synthetic graph of the size of a 1,000-example x 50-encoding release with 200 neighbours per encoding by default
@@ -32,8 +32,8 @@ import scipy.sparse as sp
 import torch
 
 from common import save
-from privnlu.attacks import reconstruction_kernels as kernels
-from privnlu.attacks import reconstruction_sparse as rs
+from privnlu.attacks.reconstruction import kernels
+from privnlu.attacks.reconstruction import sparse as rs
 
 
 def main() -> None:

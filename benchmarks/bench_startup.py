@@ -3,7 +3,7 @@ against a bare ``python -c pass`` (the reference), each the median of ``--rounds
 this process.
 
 Ratios: each case's median wall time over the bare interpreter's (``privnlu --help``, the median and the slowest
-case, and every case in the details). It asserts nothing; tests/test_cli_reliability.py checks the import-level
+case, and every case in the details). It asserts nothing; tests/cli/test_cli_reliability.py checks the import-level
 fact behind it (building any command's parser imports no torch). Run alone:
 
     PYTHONPATH=src python benchmarks/bench_startup.py [--rounds 5]

@@ -4,8 +4,8 @@ Each benchmark writes ``runs/bench/<name>.json`` (see benchmarks/common.py: the 
 sets, torch's CPU capability, and ratios against a reference measured in the same run); this script adds
 ``runs/bench/run_all.json``, which lists every benchmark's outcome (ok, skipped with its reason, or failed) and
 ratios. A benchmark that cannot run here (no numba, no data) skips itself with one line; the others do not depend
-on GLUE (they use the packaged tweets corpus and synthetic data). The default sizes take roughly 10 minutes on 2
-cores; ``--quick`` takes a few minutes and only checks that everything runs.
+on GLUE (they use the packaged tweets corpus and synthetic data). The default sizes take roughly 20 minutes on 2
+cores; ``--quick`` only checks that everything runs (about 12 minutes, most of it the README quickstart).
 
     python benchmarks/run_all.py [--quick] [--only texthide,features] [--list]
 
@@ -37,6 +37,7 @@ BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
     "finetune": ("bench_finetune.py", ["--train-limit", "5000", "--steps", "6", "--rounds", "2"],
                  ["--train-limit", "2000", "--steps", "2", "--rounds", "1"]),
     "startup": ("bench_startup.py", ["--rounds", "3"], ["--rounds", "1"]),
+    "quickstart": ("bench_quickstart.py", ["--quick"], ["--quick"]),
     "dp_account_limits": ("bench_dp_account_limits.py", [], []),
     "dchi_mtxt": ("bench_dchi_mtxt.py", ["--tokens", "8192", "--loop-tokens", "64"], ["--tokens", "1024", "--loop-tokens", "16"]),
     "dchi_deniability": ("bench_dchi_deniability.py", ["--words", "512", "--draws", "500", "--brute-words", "16"],

@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/update_docs.py            # every page under docs/ with generated blocks
 
-A page's generated block names the records it renders; ``tests/test_docs.py`` fails while a page differs from them.
+A page's generated block names the records it renders; ``tests/repository/test_docs.py`` fails while a page differs from them.
 """
 
 from __future__ import annotations

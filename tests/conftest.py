@@ -1,14 +1,31 @@
-"""Shared fixtures: a tiny random-init BERT (fast logic tests) and GLUE-data skips."""
+"""Shared fixtures: a tiny random-init BERT (fast logic tests), the command-line prologue, GLUE-data skips.
+
+Tests live in folders that mirror the packages (``unit/<package>/``, ``cli/``, ``integration/``, ``repository/``,
+``security/``); every folder is on ``sys.path``, so shared helpers import by module name wherever they live
+(``from federated_helpers import InProcessGrid``, ``from test_federated import check_wire``).
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+TESTS = Path(__file__).resolve().parent
+for _folder in sorted({TESTS, *(p.parent for p in TESTS.rglob("test_*.py"))}, reverse=True):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
+
+
+@pytest.fixture()
+def tiny_cli(tiny_model, cache_dir) -> list[str]:
+    """The prologue of a command run on the tiny model: ``--model``, ``--cache-dir`` and ``--quiet``."""
+    return ["--model", str(tiny_model), "--cache-dir", str(cache_dir), "--quiet"]
 
 
 @pytest.fixture(scope="session")
@@ -102,7 +119,7 @@ def tiny3(tmp_path_factory) -> Path:
 def predict_refusal(folder: Path, monkeypatch, capsys) -> str:
     """``privnlu predict`` on a model folder whose claim must be refused: one line, exit 2, before the head loads;
     returns the line."""
-    import privnlu.training.predict as predict
+    import privnlu.model_folder.predict as predict
     from privnlu.cli.main import main
 
     def no_loading(*args, **kwargs):
@@ -124,3 +141,9 @@ def tiny_model_folder(root: Path, tiny_model: Path, *extra: str) -> Path:
     env = (root, ["--task", "sst2", "--data-dir", str(glue), "--model", str(tiny_model), "--cache-dir",
                   str(root / "cache"), "--quiet", "--batch-size", "8", "--epochs", "1", *extra])
     return train_once(env, "run") / "model"
+
+
+def without_release_notice(err: str) -> str:
+    """stderr without the one-line notice of an older release command (``encode``, ``dp encode``, ``dchi
+    privatize``; the notice itself is tested in test_release_command.py)."""
+    return "".join(line for line in err.splitlines(keepends=True) if "is now 'privnlu release --scheme" not in line)

@@ -1,8 +1,8 @@
 """privnlu: privacy-preserving natural-language understanding.
 
-Data owners privatize text or its representations (:mod:`privnlu.schemes`),
-model builders train on the privatized data (:mod:`privnlu.training`,
-:mod:`privnlu.federated`), and auditors measure what leaks
+Data owners privatize text or its representations (:mod:`privnlu.owner`, under a scheme of
+:mod:`privnlu.schemes`), model builders train on the privatized data (:mod:`privnlu.training`,
+:mod:`privnlu.federated`) and apply the model folder (:mod:`privnlu.model_folder`), and auditors measure what leaks
 (:mod:`privnlu.attacks`, :mod:`privnlu.audit`).
 """
 

@@ -57,7 +57,7 @@ def release(task: str, scheme: Any = "texthide", *, out: str | Path, key_out: st
     and a key file ``key_out`` (0600), ``encodings`` times per example; with ``ledger``, checked against the
     owner's budget first and recorded. Returns the shared payload. ``seed`` (EXPERIMENTS ONLY) is a keyword too."""
     from .training.engine import RunSpec
-    from .training.release import release_split
+    from .owner.release import release_split
 
     seed = options.pop("seed", None)
     batch_size = options.pop("batch_size", 64)
@@ -69,38 +69,23 @@ def release(task: str, scheme: Any = "texthide", *, out: str | Path, key_out: st
 def attack(kind: str, *, task: str | None = None, payload: str | Path | None = None,
            conditions: str = "baseline,mix-only,texthide,random", queries: int = 100, seed: int | None = None,
            model: str | None = None, pooling: str = "auto", **knobs: Any) -> dict:
-    """Run an attack and return its record: ``kind`` is ``search``, ``invert`` or ``reconstruct``, on a task's
-    releases under ``conditions`` (``baseline``, ``mix-only``, ``texthide``, ``random`` or ``M:K``), or on a
-    shared file (``payload``, only search and reconstruct: the attack reads no key, so the record holds the
+    """Run an attack and return its record: ``kind`` is ``search``, ``invert`` or ``reconstruct`` (the attack
+    registry's commands, :mod:`privnlu.attacks.registry`), on a task's releases under ``conditions``
+    (``baseline``, ``mix-only``, ``texthide``, ``random`` or ``M:K``), or on a shared file (``payload``, only search and reconstruct: the attack reads no key, so the record holds the
     attacker's answers; the owner's ``key=``, read only once the attack has answered, scores them: ``owner_score``
     with the share of private sentences recovered, its interval, chance line and advantage over chance).
     ``knobs``: the attack's own settings (see ``privnlu attack KIND --help``)."""
-    from .attacks import runs
-    from .attacks.inversion import InversionConfig
+    from .attacks import registry, runs
 
+    entry = registry.by_kind(kind, payload=payload is not None)
     t = runs.Target(task=task, model=model, pooling=pooling, queries=queries, seed=seed)
     if payload is not None:
         if knobs.get("key") is not None:
             from .audit.leakage import on_scale
 
             knobs.setdefault("scale", on_scale)
-        if kind == "search":
-            return runs.search_payload(t, payload, **knobs)
-        if kind == "reconstruct":
-            return runs.reconstruct_payload(t, payload, knobs.pop("methods", "paper-greedy,threshold,clique,nmf"),
-                                            **knobs)
-        raise PrivnluError(f"a shared file takes the search or reconstruct attack, not {kind}")
-    conds = runs.conditions(conditions)
-    if kind == "search":
-        return runs.search(t, conds, **knobs)
-    if kind == "invert":
-        return runs.invert(t, conds, InversionConfig(seed=seed or 0), **knobs)
-    if kind == "reconstruct":
-        epochs = knobs.pop("epochs", 50)
-        methods, config = runs.reconstruction_config(knobs.pop("methods", "paper-greedy,threshold,clique,nmf"),
-                                                     epochs=epochs, seed=seed)
-        return runs.reconstruct(t, conds, methods, config, epochs=epochs, **knobs)
-    raise PrivnluError(f"unknown attack '{kind}'; choose search, invert or reconstruct")
+        return entry.payload_runner()(t, payload, **knobs)
+    return entry.task_runner()(t, conditions, seed=seed, **knobs)
 
 
 def audit(task: str, *, schemes: Sequence[str] | None = None, out: str | Path = "runs/audit", report: bool = True,
@@ -134,13 +119,13 @@ def predict(run: str | Path, texts: Sequence[str], pairs: Sequence[str] | None =
     averages ``N`` fresh random encodings instead (``N = 1``: the paper's stochastic inference).
 
     ``privnlu.predict.load(run, key=...)`` returns the loaded model to call many times
-    (:func:`privnlu.training.predict.load`)."""
+    (:func:`privnlu.model_folder.predict.load`)."""
     return _load(run, key=key, samples=samples).predict(list(texts), list(pairs) if pairs is not None else None)
 
 
 def _load(run: str | Path, **kw):
-    """:func:`privnlu.training.predict.load`, imported on first use (``import privnlu`` stays light)."""
-    from .training.predict import load
+    """:func:`privnlu.model_folder.predict.load`, imported on first use (``import privnlu`` stays light)."""
+    from .model_folder.predict import load
 
     return load(run, **kw)
 

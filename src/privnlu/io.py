@@ -208,7 +208,7 @@ def provenance() -> dict:
     return {"privnlu": __version__, "git_commit": _git_commit(), **versions}
 
 
-#: names the source commit where the checkout's own ``.git`` is not the source's (a working tree copied to a lent
+#: names the source commit where the checkout's own ``.git`` is not the source's (a working tree copied to another
 #: machine, whose ``.git`` may be an older copy); ``scripts/gpu/`` sets it
 SOURCE_COMMIT_ENV = "PRIVNLU_SOURCE_COMMIT"
 

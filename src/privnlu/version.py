@@ -1,3 +1,3 @@
 """privnlu's version (one place; ``privnlu.__version__`` and every record's ``"privnlu"`` field read it)."""
 
-__version__ = "0.9.0"
+__version__ = "0.10.0"

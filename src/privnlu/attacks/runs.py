@@ -25,14 +25,15 @@ from ..rng import SecretGenerator
 from ..schemas import path_ref
 from ..training.engine import Prepared, RunSpec, prepare
 from ..version import __version__
-from .audit import Condition, inversion_audit, parse_condition, search_audit
 from . import owner_score
-from .inversion import InversionConfig
+from .conditions import Condition, parse_condition
 from .owner_score import Scale
 from .payload_space import payload_space
-from .reconstruction import CLUSTERINGS, SPARSE_CLUSTERINGS, ReconstructionAttack, ReconstructionConfig
-from .reconstruction_sweep import reconstruction_record, reconstruction_sweep
-from .search import SimilaritySearch
+from .reconstruction.attack import CLUSTERINGS, SPARSE_CLUSTERINGS, ReconstructionAttack, ReconstructionConfig
+from .reconstruction.sweep import reconstruction_record, reconstruction_sweep
+from .representation.audit import inversion_audit, search_audit
+from .representation.inversion import InversionConfig
+from .representation.search import SimilaritySearch
 from .threat import INVERSION_THREAT, RECONSTRUCTION_THREAT, SEARCH_THREAT, AttackerView, Corpus
 
 #: how many per-item answers a payload record lists (the summary covers all of them)
@@ -294,3 +295,32 @@ def reconstruct_payload(t: Target, path: str | Path, methods: str, *, aux_size: 
     return _payload_record(t, "reconstruct", RECONSTRUCTION_THREAT, prep, path, payload, t0, keyed=key is not None,
                            corpus=f"{prep.task.name}/train", corpus_size=len(candidates), aux_size=len(auxiliary),
                            pair_train_accuracy=attack.pair_train_accuracy, methods=out, config=dict(cfg.__dict__))
+
+
+# -- the runners the registry names (:mod:`.registry`): one signature per surface ------------------------------------
+
+#: the clusterings run when none are named
+DEFAULT_METHODS = "paper-greedy,threshold,clique,nmf"
+
+
+def search_task(t: Target, conditions_text: str, *, seed: int | None = None, **knobs) -> dict:
+    """:func:`search` under the named conditions."""
+    return search(t, conditions(conditions_text), **knobs)
+
+
+def invert_task(t: Target, conditions_text: str, *, seed: int | None = None, **knobs) -> dict:
+    """:func:`invert` under the named conditions, the MLP seeded by ``seed``."""
+    return invert(t, conditions(conditions_text), InversionConfig(seed=seed or 0), **knobs)
+
+
+def reconstruct_task(t: Target, conditions_text: str, *, seed: int | None = None, **knobs) -> dict:
+    """:func:`reconstruct` under the named conditions (``epochs``, ``methods`` and the attacker's settings in
+    ``knobs``)."""
+    epochs = knobs.pop("epochs", 50)
+    methods, config = reconstruction_config(knobs.pop("methods", DEFAULT_METHODS), epochs=epochs, seed=seed)
+    return reconstruct(t, conditions(conditions_text), methods, config, epochs=epochs, **knobs)
+
+
+def reconstruct_payload_run(t: Target, path: str | Path, **knobs) -> dict:
+    """:func:`reconstruct_payload` with the default clusterings unless ``methods`` is given."""
+    return reconstruct_payload(t, path, knobs.pop("methods", DEFAULT_METHODS), **knobs)

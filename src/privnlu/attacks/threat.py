@@ -1,16 +1,16 @@
-"""Explicit threat models: what an attacker is granted, and nothing else.
+"""The attacker's capabilities: what an attacker is granted, and nothing else.
 
-A :class:`ThreatModel` is an immutable set of :class:`Grant` values. An attack
-declares the grants it needs (``Attack.requires``); an auditor builds an
-:class:`AttackerView` holding exactly the granted material and hands only that
-view to the attack. The view refuses any field that was not granted and any
+:class:`Capabilities` is an immutable, named set of :class:`Grant` values (the attacker's side of a threat
+model; what a scheme releases is :class:`privnlu.schemes.base.ThreatModel`). An attack declares the grants it
+needs (``Attack.requires``); an auditor builds an :class:`AttackerView` holding exactly the granted material and
+hands only that view to the attack. The view refuses any field that was not granted and any
 defender key material (:class:`~privnlu.mechanisms.release.KeyRecord`,
 :class:`~privnlu.mechanisms.texthide.MaskPool`, a ``TextHide`` object or a
 :class:`~privnlu.mechanisms.texthide.HiddenBatch`): an attacker object can never
 hold the defender's secrets, by construction.
 
-Ground truth for scoring stays with the auditor (see :mod:`privnlu.attacks.audit`);
-it is never part of a view.
+Ground truth for scoring stays with the auditor (the ``audit`` module of each attack family); it is never part
+of a view.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ class Grant(str, Enum):
 
 
 @dataclass(frozen=True)
-class ThreatModel:
-    """An immutable statement of what the attacker knows."""
+class Capabilities:
+    """An immutable statement of what the attacker knows: a name and the grants it holds."""
 
     name: str
     grants: frozenset[Grant]
@@ -105,7 +105,7 @@ def _is_key_material(obj: Any) -> bool:
 
 @dataclass(frozen=True)
 class AttackerView:
-    """Everything one attacker is given; each non-empty field must be granted by ``threat``.
+    """Everything one attacker is given; each non-empty field must be granted by ``capabilities``.
 
     * ``encodings`` (N, d) and ``mixed_labels`` (N, c): the release;
     * ``scheme``: public parameters, e.g. ``{"m": "256", "k": 4, "dim": 384}``;
@@ -116,7 +116,7 @@ class AttackerView:
     * ``train_reference``: a callable ``(x, labels) -> query`` that trains one model with the public recipe.
     """
 
-    threat: ThreatModel
+    capabilities: Capabilities
     encodings: torch.Tensor | None = None
     mixed_labels: torch.Tensor | None = None
     scheme: dict = field(default_factory=dict)
@@ -130,7 +130,7 @@ class AttackerView:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            if f.name == "threat":
+            if f.name == "capabilities":
                 continue
             value = getattr(self, f.name)
             if value is None or (isinstance(value, dict) and not value):
@@ -140,8 +140,9 @@ class AttackerView:
                 parts = tuple(value.values())
             if any(_is_key_material(p) for p in parts):
                 raise PrivnluError(f"attacker view: '{f.name}' holds defender key material; an attacker never gets it")
-            if not self.threat.allows(_FIELD_GRANT[f.name]):
-                raise PrivnluError(f"attacker view: '{f.name}' is not granted by threat model '{self.threat.name}'")
+            if not self.capabilities.allows(_FIELD_GRANT[f.name]):
+                raise PrivnluError(f"attacker view: '{f.name}' is not granted by threat model "
+                                   f"'{self.capabilities.name}'")
         if self.encodings is not None:
             if self.encodings.ndim != 2:
                 raise PrivnluError(f"encodings must be an (N, d) matrix, not shape {tuple(self.encodings.shape)}")
@@ -173,23 +174,23 @@ class Attack:
     requires: ClassVar[frozenset[Grant]] = frozenset()
 
     def check(self, view: AttackerView) -> None:
-        view.threat.require(*sorted(self.requires, key=lambda g: g.value), attack=f"attack '{self.name}'")
+        view.capabilities.require(*sorted(self.requires, key=lambda g: g.value), attack=f"attack '{self.name}'")
 
 
-# Threat models used by the attacks in this package
-SEARCH_THREAT = ThreatModel(
+# The capabilities of the attacks in this package (each attack's threat model)
+SEARCH_THREAT = Capabilities(
     "similarity-search",
     frozenset({Grant.ENCODINGS, Grant.SCHEME, Grant.ENCODER, Grant.CANDIDATES}),
     "The attacker sees the released encodings, knows h and holds a corpus that contains the private "
     "sentences (worst case); it returns, per encoding, the corpus sentence whose representation is nearest by cosine.",
 )
-INVERSION_THREAT = ThreatModel(
+INVERSION_THREAT = Capabilities(
     "representation-inversion",
     frozenset({Grant.ENCODINGS, Grant.SCHEME, Grant.ENCODER, Grant.CANDIDATES, Grant.KNOWN_PAIRS}),
     "As similarity search, plus known (original, encoding) pairs of other examples under the same key "
     "(known plaintext), used to learn a map encoding -> original before searching.",
 )
-RECONSTRUCTION_THREAT = ThreatModel(
+RECONSTRUCTION_THREAT = Capabilities(
     "reconstruction",
     frozenset({Grant.ENCODINGS, Grant.MIXED_LABELS, Grant.SCHEME, Grant.ENCODER, Grant.PUBLIC_CORPUS, Grant.AUXILIARY,
                Grant.CANDIDATES}),
@@ -197,7 +198,7 @@ RECONSTRUCTION_THREAT = ThreatModel(
     "(m, k, epochs) and the public corpus, and has same-distribution data; it does not know which examples were used. "
     "To map recovered vectors back to sentences it searches a corpus that contains the private sentences.",
 )
-SPAN_INVERSION_THREAT = ThreatModel(
+SPAN_INVERSION_THREAT = Capabilities(
     "wire-span-inversion",
     frozenset({Grant.ENCODER, Grant.SCHEME}),
     "DAGER-class (Petrov et al. 2024): an honest-but-curious server or an eavesdropper holds one captured client "
@@ -205,7 +206,7 @@ SPAN_INVERSION_THREAT = ThreatModel(
     "public architecture, tokenizer and pretrained embedding tables (h); it holds no key, no client data, no pool "
     "mask and no embedding-table gradient.",
 )
-MEMBERSHIP_THREAT = ThreatModel(
+MEMBERSHIP_THREAT = Capabilities(
     "membership-inference",
     frozenset({Grant.QUERY, Grant.TRAINING_RECIPE, Grant.AUXILIARY, Grant.CANDIDATES}),
     "Carlini et al. 2022: the attacker queries the released model's logits, knows the public training recipe, holds "

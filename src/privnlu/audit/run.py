@@ -21,7 +21,8 @@ For each grid point (:mod:`privnlu.audit.grid`) the audit measures
 * the **guarantee**: the scheme's own (:meth:`privnlu.schemes.Scheme.guarantee`): the accounted per-example
   (epsilon, delta) of the whole training release for DP-IE, none for TextHide, eta (metric DP) for d_chi.
 
-The attack of a point is the first of its scheme's threat model (``scheme.threat.attacks``), from :data:`ATTACKS`;
+The attack of a point is the first of its scheme's threat model (``scheme.threat.attacks``), looked up in the
+attack registry (:mod:`privnlu.attacks.registry`) and run by :data:`ATTACKS`;
 a scheme whose threat model lists ``keyless-abs-head`` is also checked with that head (frozen mode).
 
 One results JSON per point under ``OUT/points``. A folder that already holds points is refused unless ``resume``
@@ -36,6 +37,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -45,12 +47,14 @@ from typing import Callable, Iterator
 import torch
 from tqdm.auto import tqdm
 
-from ..attacks.audit import Condition, reconstruction_audit
-from ..attacks.dchi_analysis import calibrate_eta
-from ..attacks.dchi_inversion import NearestNeighbourInversion
-from ..attacks.reconstruction import ReconstructionConfig
-from ..attacks.reconstruction_sweep import select_examples
-from ..attacks.search import SimilaritySearch
+from ..attacks import registry as attack_registry
+from ..attacks.conditions import Condition
+from ..attacks.dchi.analysis import calibrate_eta
+from ..attacks.dchi.inversion import NearestNeighbourInversion
+from ..attacks.reconstruction.attack import ReconstructionConfig
+from ..attacks.reconstruction.audit import reconstruction_audit
+from ..attacks.reconstruction.sweep import select_examples
+from ..attacks.representation.search import SimilaritySearch
 from ..attacks.threat import SEARCH_THREAT, AttackerView, Corpus
 from ..data import load_public_corpus, metrics
 from ..errors import PrivnluError, require
@@ -59,9 +63,9 @@ from ..mechanisms.dchi import TokenSpace, privatized_positions
 from ..mechanisms.dchi_stats import token_ids_of
 from ..models.encoder import public_model_name
 from ..params import m_label
-from ..rng import SecretGenerator
+from ..rng import SecretGenerator, derive_seed, seeded_torch
 from ..schemas.records import check_audit_point
-from ..schemes import NoPrivacy, Scheme, create
+from ..schemes import Scheme, create
 from ..training import TrainConfig
 from ..training.engine import Prepared, RunSpec, prepare, release_once, train_run
 from ..version import __version__
@@ -320,20 +324,17 @@ def run_point(ctx: Context, point: GridPoint) -> dict:
     own: dict = {}
     keep: dict = {}
     eta = None
-    if point.target is not None:  # d_chi: eta calibrated for the target, the data released once
+    if point.target is not None:  # d_chi: eta calibrated for the target
         cal = calibrated_eta(ctx, point.target)
         eta = float(cal["eta"])
-        scheme = point.scheme_object(s, eta=eta)
-        spec = replace(ctx.base, scheme=scheme)
-        released = release_once(spec, prep, rng=ctx.rng(), progress=ctx.progress, keep=ctx.private)
-        train = _train(ctx, replace(ctx.base, scheme=NoPrivacy()), released, keep)
         own["calibration_accuracy"] = cal["accuracy_at_eta"]
+    scheme = point.scheme_object(s, eta=eta)
+    # the scheme's own training settings (DP-SGD: its batch size and rate, large, as DP-SGD needs)
+    spec = replace(ctx.base, scheme=scheme, train=scheme.audit_train(ctx.base.train, s))
+    released = release_once(spec, prep, rng=ctx.rng(), progress=ctx.progress, keep=ctx.private)
+    if released is not prep:  # the data released once: a head on the released data
+        train = _train(ctx, replace(ctx.base, scheme=scheme.head_scheme()), released, keep)
     else:
-        scheme = point.scheme_object(s)
-        spec = replace(ctx.base, scheme=scheme)
-        if scheme.release == "model":  # DP-SGD trains at its own batch size and rate (large, as DP-SGD needs)
-            spec = replace(spec, train=replace(spec.train, batch_size=s.dp_sgd_batch_size, lr=s.dp_sgd_lr))
-        released = prep
         train = _train(ctx, spec, keep=keep)
         if "keyless-abs-head" in scheme.threat.attacks and s.mode == "frozen":
             # the keyless head: trained on |x~|, used on plain |h(x)|, no key needed
@@ -344,7 +345,7 @@ def run_point(ctx: Context, point: GridPoint) -> dict:
     guarantee = scheme.guarantee(calibration=train["dp"], joint=s.mode == "joint",
                                  model=public_model_name(prep.encoder))
     delta = guarantee.delta if guarantee.delta is not None else s.dp_delta  # the empirical epsilon's delta
-    if scheme.release != "model":  # the released representations or text
+    if scheme.releases_data:  # the released representations or text
         guesses, attack_own, examples = ATTACKS[scheme.threat.attacks[0]](ctx, point, scheme, released)
         own.update(attack_own)
         threats["release"] = release_threat(ctx, guesses, scheme.threat.audit_attack, delta)
@@ -394,15 +395,13 @@ def _search_attack(ctx: Context, point: GridPoint, scheme: Scheme, released: Pre
     """Similarity search with the released representation of each private sentence (clean without privacy)."""
     assert released.train_x is not None
     guesses = _search(ctx, released.train_x[ctx.private])
-    what = "(its clean representation)" if scheme.release == "none" else f"({ctx.prep.encoder.dim}-d noisy representation)"
+    what = scheme.released_what(ctx.prep.encoder.dim)
     return guesses, {}, _search_examples(ctx, guesses, [what] * ctx.n)
 
 
 def _reconstruction_attack(ctx: Context, point: GridPoint, scheme: Scheme, released: Prepared):
     """Xie & Hong 2021 on a release of the private sample under the scheme (with its noise, if any)."""
-    mechanism = None
-    if scheme.formal == "dp":
-        mechanism = scheme.calibrate(dim=ctx.prep.encoder.dim, epochs=ctx.settings.attack_epochs).mechanism
+    mechanism = scheme.attack_mechanism(dim=ctx.prep.encoder.dim, epochs=ctx.settings.attack_epochs)
     return _reconstruct(ctx, point, scheme, mechanism)
 
 
@@ -441,13 +440,26 @@ def _token_inversion_attack(ctx: Context, point: GridPoint, scheme: Scheme, rele
     return guesses, {"token_survival": round(hit / max(1, total), 4)}, _search_examples(ctx, guesses, texts)
 
 
-#: attack name (a scheme's ``threat.attacks``) -> (ctx, point, scheme, released data) -> (guesses, own, examples)
-ATTACKS: dict[str, Callable[..., tuple[list[int], dict, list[dict]]]] = {
+class AuditAttacks(dict):
+    """Registered attack name -> the audit's runner for it; a name is looked up in the attack registry
+    (:mod:`privnlu.attacks.registry`) first, so an unregistered name, or one the audit cannot run on a release, is
+    refused with one line."""
+
+    def __getitem__(self, name: str) -> Callable[..., tuple[list[int], dict, list[dict]]]:
+        entry = attack_registry.get(name)
+        require(entry.audit and dict.__contains__(self, entry.name),
+                f"the audit runs no attack '{name}' on a release; it runs {', '.join(attack_registry.audit_names())}")
+        return dict.__getitem__(self, entry.name)
+
+
+#: the attacks the audit runs on a release (the registry's ``audit`` entries, by the names the schemes' threat models
+#: give) -> (ctx, point, scheme, released data) -> (guesses, own, examples)
+ATTACKS = AuditAttacks({
     "search": _search_attack,
     "reconstruction": _reconstruction_attack,
     "text-search": _text_search_attack,
     "token-inversion": _token_inversion_attack,
-}
+})
 
 
 # -- the audit --------------------------------------------------------------------
@@ -545,6 +557,13 @@ def check_folder(out: Path, settings: AuditSettings, *, resume: bool, force: boo
     return []
 
 
+def point_seed(seed: int | None, point: GridPoint) -> int | None:
+    """EXPERIMENTS ONLY: the seed of PyTorch's global RNG (initialisation, dropout, sampling) while ``point`` runs,
+    derived from the audit's ``--seed`` and the point's name, so that a point does not depend on which points the
+    process ran before it (a resumed audit gives the points of an uninterrupted one); None leaves it unseeded."""
+    return None if seed is None else derive_seed(seed, zlib.crc32(point.name.encode()))
+
+
 def run_audit(settings: AuditSettings, out: str | Path, *, resume: bool = False, force: bool = False,
               progress: bool = True, log: Callable[[str], None] = lambda s: None) -> list[dict]:
     """Run every grid point not already finished under ``out``; return all point records (and write them as the flat
@@ -569,7 +588,8 @@ def run_audit(settings: AuditSettings, out: str | Path, *, resume: bool = False,
             f"from the task's own data (chance line of the released data {ctx.random_reid:.2f} %); "
             f"{len(todo)} points to compute")
         for p in tqdm(todo, desc="audit points", disable=not progress):
-            rec = run_point(ctx, p)
+            with seeded_torch(point_seed(settings.seed, p)):
+                rec = run_point(ctx, p)
             write_json_atomic(point_path(out, p), rec)
             done[p.name] = rec
             flag = "" if rec["useful"] else "  no useful utility (its interval reaches the majority class)"

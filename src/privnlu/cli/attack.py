@@ -53,15 +53,14 @@ def _queries(default: int) -> Option:
     return Option("queries", "--queries", "number of attacked examples", I, default=default, range=POS_INT)
 
 
-def register(asub: argparse._SubParsersAction) -> None:
-    """``attack search``, ``attack invert`` and ``attack reconstruct`` (``asub``: the ``attack`` group's subcommands)."""
-    s = asub.add_parser("search", help="FAISS similarity search with privatized representations (TextHide section 4.4)")
+def _search(s: argparse.ArgumentParser) -> None:
     add(s, *COMMON, _queries(1000), _conditions("baseline,mix-only,texthide,random"), "batch_size", *SBERT, "seed",
         "out", "payload", "key", Option("corpus_limit", "--corpus-limit", "with --payload: search among the first N training "
                                  "sentences only (default: the whole split)", I, range=POS_INT), **COMMON_HELP)
     s.set_defaults(func=run_search)
 
-    v = asub.add_parser("invert", help="learn encoding -> original with an MLP, then search (TextHide appendix C.3)")
+
+def _invert(v: argparse.ArgumentParser) -> None:
     add(v, *COMMON, _queries(500), _conditions("baseline,mix-only,texthide,random"), "batch_size", *SBERT, "seed",
         "out", "train_limit",
         Option("inv_epochs", "--inv-epochs", "MLP training epochs", I, default=20, range=POS_INT), "hidden",
@@ -69,7 +68,8 @@ def register(asub: argparse._SubParsersAction) -> None:
         hidden={"default": "1024,1024", "help": "MLP hidden sizes", "group": ""}, **COMMON_HELP)
     v.set_defaults(func=run_invert)
 
-    r = asub.add_parser("reconstruct", help="recover the private representations from a release (Xie & Hong 2021)")
+
+def _reconstruct(r: argparse.ArgumentParser) -> None:
     add(r, *COMMON, _queries(100), _conditions("1:1,1:2,1:4,1:6"), "batch_size", *SBERT, "seed", "out",
         "encodings_per_example", *RECONSTRUCT, "mechanism", "epsilon", "delta", "clip", "calibration", "noise",
         Option("noise_free_attacker", "--noise-free-attacker", "train the attacker's pair network on noise-free "
@@ -83,6 +83,20 @@ def register(asub: argparse._SubParsersAction) -> None:
         calibration={"default": "correct", "group": "DP instance encoding"},
         noise={"default": "per-encoding", "group": "DP instance encoding"}, **COMMON_HELP)
     r.set_defaults(func=run_reconstruct)
+
+
+#: the registry's commands this module builds (``attack gradient`` is :mod:`.gradient_attack`'s)
+BUILDERS = {"search": _search, "invert": _invert, "reconstruct": _reconstruct}
+
+
+def register(asub: argparse._SubParsersAction) -> None:
+    """``attack search``, ``attack invert`` and ``attack reconstruct`` (``asub``: the ``attack`` group's subcommands),
+    named and described by the attack registry (:mod:`privnlu.attacks.registry`)."""
+    from ..attacks.registry import commands
+
+    for command, entry in commands().items():
+        if command in BUILDERS:
+            BUILDERS[command](asub.add_parser(command, help=entry.summary))
 
 
 def _target(args: argparse.Namespace):
@@ -110,7 +124,7 @@ def _target(args: argparse.Namespace):
 def _embed(args: argparse.Namespace):
     if args.no_sbert:
         return None
-    from ..attacks.leakage import sbert_embedder
+    from ..attacks.representation.leakage import sbert_embedder
 
     return sbert_embedder(args.sbert_model)
 
@@ -155,7 +169,7 @@ def run_search(args: argparse.Namespace) -> int:
 
 def run_invert(args: argparse.Namespace) -> int:
     from ..attacks import runs
-    from ..attacks.inversion import InversionConfig
+    from ..attacks.representation.inversion import InversionConfig
 
     t = _target(args)
     config = InversionConfig(hidden=tuple(args.hidden), epochs=args.inv_epochs, seed=args.seed or 0)

@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from ..attacks.dchi_analysis import calibrate
+    from ..attacks.dchi.analysis import calibrate
     from ..io import write_json_atomic
 
     warn_seed(args)
@@ -57,7 +57,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    from ..attacks.dchi_analysis import DENIABILITY_SAMPLE, analyze, headline
+    from ..attacks.dchi.analysis import DENIABILITY_SAMPLE, analyze, headline
     from ..io import write_json_atomic
 
     warn_seed(args)

@@ -60,9 +60,9 @@ def run_finetune(args: argparse.Namespace) -> int:
     from ..schemes import get
     from ..training import private_finetune as pf
 
-    require(all(get(n).release in ("none", "once") for n in args.schemes),
+    modes = [get(name).finetune_mode for name in args.schemes]
+    require(all(m is not None for m in modes),
             "dchi finetune runs the schemes none, dchi-sequence, dchi-token and dchi-text")
-    modes = [get(name).finetune_mode if get(name).release == "once" else "null" for name in args.schemes]
     warn_seed(args)
     config = {k: v for k, v in given(FinetuneConfig, args).items() if k != "epochs"}
     config["lr"] = args.lr or pf.paper_lr(args.task)

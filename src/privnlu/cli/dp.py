@@ -19,7 +19,7 @@ FEATURES = Option("features", "--features", "instead of --task: a safetensors fi
                   "and 'labels' (n class ids)", metavar="FILE", group="data")
 CANARIES = Option("canaries", "--canaries", "canaries m, each in the training set with probability 1/2 (at most "
                   "1,000,000, and as many as half the machine's memory holds)", int,
-                  default=1000, range=Range(lo=2, hi=1_000_000, integer=True),  # = attacks.dp_sgd_audit.MAX_CANARIES
+                  default=1000, range=Range(lo=2, hi=1_000_000, integer=True),  # = privacy_audit.dp_sgd.MAX_CANARIES
                   group="audit")
 UNDER_NOISE = Option("under_noise", "--under-noise", "divide the calibrated noise multiplier by FACTOR while the "
                      "record still states the claimed epsilon: a deliberately broken run the audit should catch",
@@ -63,14 +63,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         *[o for o in params if o.dest in DP_IE and o.dest != "k"], "dim", "k", "encodings_per_example", "eta", "model",
         "pairs",
         "target_loss", "draws", "seed", "out",
-        dim={"default": None, "range": Range(lo=1, hi=1_048_576, integer=True),  # = attacks.dp_audit.MAX_DIM
+        dim={"default": None, "range": Range(lo=1, hi=1_048_576, integer=True),  # = privacy_audit.mechanism.MAX_DIM
              "help": "dp-ie: representation width d (default: 64)"},
         k={"default": None, "help": "dp-ie: representations per encoding (default: 1)"},
         encodings_per_example={"default": None, "help": "dp-ie: encodings per example and slot (default: 1)"},
         pairs={"default": None, "help": "d_chi: token pairs audited (default: 3)"},
         target_loss={"default": None, "help": "d_chi: pick pairs whose claim eta * d(x, x') is closest to this "
                                               "(default: 2)"},
-        draws={"range": Range(lo=4, hi=100_000_000, integer=True),  # = attacks.dp_audit.MAX_DRAWS; memory: below
+        draws={"range": Range(lo=4, hi=100_000_000, integer=True),  # = privacy_audit.mechanism.MAX_DRAWS; memory: below
                "help": "draws per hypothesis; half choose the threshold, half bound epsilon (default: 100000; "
                        "dchi-text: 20000); refused when the audit would need over half the machine's memory"},
         seed={"help": "EXPERIMENTS ONLY: makes the mechanism's noise reproducible"},
@@ -157,19 +157,20 @@ def run_encode(args: argparse.Namespace) -> int:
 def run_audit(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from ..attacks.dp_audit import audit_claim
+    from ..attacks.privacy_audit.mechanism import audit_claim
     from ..errors import require
     from ..io import write_json_atomic
 
-    from ..schemes import get
+    from ..schemes import DchiScheme, DPInstanceEncoding, get
 
-    if args.k is None and get(args.scheme).formal == "dp":
+    # the claims this audit checks: DP instance encoding's (epsilon, delta) and the d_chi mechanisms' eta
+    if args.k is None and issubclass(get(args.scheme), DPInstanceEncoding):
         args.k = 1  # one representation per encoding: the worst case for one example
     scheme = scheme_from_args(args)
-    require(scheme.formal != "none", f"scheme {scheme.name} makes no claim to audit")
-    require(scheme.formal != "metric-dp" or args.eta is not None, f"--scheme {scheme.name} needs --eta")
-    require(scheme.formal != "dp" or args.epsilon is not None, "--scheme dp-ie needs --dp-epsilon (the claim to audit)")
-    dchi = scheme.formal == "metric-dp"
+    dchi = isinstance(scheme, DchiScheme)
+    require(dchi or isinstance(scheme, DPInstanceEncoding), f"scheme {scheme.name} makes no claim to audit")
+    require(not dchi or args.eta is not None, f"--scheme {scheme.name} needs --eta")
+    require(dchi or args.epsilon is not None, "--scheme dp-ie needs --dp-epsilon (the claim to audit)")
     other = [f for f, v in ((("--dim", args.dim), ("--encodings-per-example", args.encodings_per_example)) if dchi else
                             (("--pairs", args.pairs), ("--target-loss", args.target_loss), ("--model", args.model)))
              if v is not None]
@@ -190,7 +191,7 @@ def run_audit(args: argparse.Namespace) -> int:
 
 
 def run_audit_sgd(args: argparse.Namespace) -> int:
-    from ..attacks.dp_sgd_audit import audit_dp_sgd, file_features, markdown, summary, task_features
+    from ..attacks.privacy_audit.dp_sgd import audit_dp_sgd, file_features, markdown, summary, task_features
     from ..errors import require
     from ..io import write_json_atomic
     from ..training.dp_sgd import DPSGDConfig

@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, *, scheme: str | None = None, command: str = "encode") -> int:
     """``privnlu encode`` (and, with ``scheme="dp-ie"``, ``privnlu dp encode``)."""
     from ..training import TrainConfig
-    from ..training.release import release_split
+    from ..owner.release import release_split
 
     warn_seed(args)
     spec = run_spec(args, mode="frozen", train=TrainConfig(), **({"scheme": _scheme(args, scheme)} if scheme else {}))

@@ -57,7 +57,7 @@ def config_from_args(args: argparse.Namespace):
     from ..federated.config import FederatedConfig
 
     scheme = scheme_from_args(args)
-    point = scheme.params() if scheme.release != "none" else {"m": "0", "k": 1}
+    point = scheme.params() if scheme.private else {"m": "0", "k": 1}
     return FederatedConfig(**given(FederatedConfig, args), scheme=scheme.name, m=str(point["m"]), k=int(point["k"]),
                            hidden=",".join(map(str, args.hidden or ())), seed=-1 if args.seed is None else args.seed)
 

@@ -13,9 +13,13 @@ SWEEP_OUT = "runs/attacks/gradient_matching.json"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """``attack gradient`` (``sub``: the ``attack`` group's subcommands)."""
+    """``attack gradient`` (``sub``: the ``attack`` group's subcommands); its help and its ``--method`` choices come
+    from the attack registry (:mod:`privnlu.attacks.registry`)."""
+    from ..attacks.registry import commands, wire_methods
+
+    methods = wire_methods()
     p = sub.add_parser(
-        "gradient", help="gradient-matching attack (DLG) on shared gradients (TextHide Table 2)",
+        "gradient", help=commands()["gradient"].summary,
         description="Sweep: attack batch-size-1 gradients, d x k, with m = 1 (k = 0 is the no-TextHide baseline). "
                     "--victim hidden (default, the paper's): MiniLM representation -> non-linear layer -> hidden "
                     "layer of width d, masked -> head; --victim input: the representation projected to d and "
@@ -43,10 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                "(evaluation only: the attacker never reads it)", metavar="RUN_DIR"),
         Option("span_test", "--span-test", "with --wire: also run the first-layer span test (DAGER-style; needs no "
                "embedding gradient, so it applies to the frozen default)", kind="flag"),
-        Option("method", "--method", "with --wire: tokens (token sets, then DLG on the head) or span (DAGER-class: "
-               "the sentences of every client reply in --round, from the first two attention layers' gradients)",
-               default="tokens",
-               choices=("tokens", "span")),
+        Option("method", "--method", "with --wire: " + " or ".join(f"{m} ({e.summary})" for m, e in methods.items()),
+               default="tokens", choices=tuple(methods)),
         "model", "resume", "out",
         task={"default": "sst2", "help": "task whose cached train representations are attacked"},
         seed={"default": 0, "help": "experiment seed (trial choice, attacker init, victim keys)"},
@@ -60,8 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..attacks.gradient_matching import GradientMatchingConfig, run_sweep
-    from ..attacks.wire import attack_wire
+    from ..attacks.gradient.matching import GradientMatchingConfig, run_sweep
+    from ..attacks.gradient.wire import attack_wire
     from ..io import write_json_atomic
 
     if args.method == "span" and not args.wire:

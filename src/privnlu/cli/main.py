@@ -4,7 +4,7 @@ Each subcommand lives in a module with a ``register(subparsers)`` function that 
 :data:`COMMANDS` (command path -> module, one-line help) to add a command. A two-word path is a command of the group
 named first (:data:`GROUPS`). Only the chosen command's module is imported (``privnlu --help`` and
 ``privnlu <group> --help`` import none of them), and no command module imports torch to build its parser;
-``tests/test_cli_reliability.py`` checks that :data:`COMMANDS` matches what the modules register. Old top-level
+``tests/cli/test_cli_reliability.py`` checks that :data:`COMMANDS` matches what the modules register. Old top-level
 names (:data:`DEPRECATED`) still work for one release, with a one-line notice.
 User errors print one line and exit with code 2; no traceback.
 """
@@ -17,16 +17,21 @@ import os
 import sys
 import warnings
 
+from ..attacks.registry import commands as attack_commands
 from ..errors import PrivnluError
 from ..version import __version__
 from ..io import PlainLines, Terminated, install_signal_handlers, silence_progress_bars
 from .options import check_outputs, finalize
 
+#: ``privnlu attack`` commands registered by a module other than :mod:`.attack`
+ATTACK_MODULES = {"gradient": "gradient_attack"}
 #: command path -> (module under privnlu.cli that registers it, its one-line help), in the order ``--help`` lists
 #: them; a module's commands are adjacent and share one parent
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("train", "train a model on (privatized) data"),
     "predict": ("predict", "apply a trained run to new text (with the owner's key where the scheme needs one)"),
+    "release": ("release", "privatize data under any scheme before it leaves the owner (one command for every "
+                           "scheme)"),
     "encode": ("encode", "write TextHide or DP encodings and mixed labels for a downstream party"),
     "sweep": ("sweep", "train over an m x k grid from cached features"),
     "audit": ("audit", "every privatization scheme on one task: utility vs leakage (advantage over chance)"),
@@ -42,15 +47,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "dp audit": ("dp", "empirical DP audit: a 95 %% lower bound on epsilon from many draws, beside the claim"),
     "dp audit-sgd": ("dp", "one-run audit of DP-SGD: a 95 %% lower bound on epsilon from canaries in one training run, beside the claim"),
     "ledger": ("ledger", "list a privacy ledger's releases (pending ones marked); settle a pending one"),
-    "attack search": ("attack", "FAISS similarity search with privatized representations (TextHide section 4.4)"),
-    "attack invert": ("attack", "learn encoding -> original with an MLP, then search (TextHide appendix C.3)"),
-    "attack reconstruct": ("attack", "recover the private representations from a release (Xie & Hong 2021)"),
-    "attack gradient": ("gradient_attack", "gradient-matching attack (DLG) on shared gradients (TextHide Table 2)"),
+    # the attack registry's commands (privnlu.attacks.registry), each with its summary
+    **{f"attack {c}": (ATTACK_MODULES.get(c, "attack"), e.summary) for c, e in attack_commands().items()},
     "reproduce": ("reproduce", "run a paper's experiment recipe"),
     "demo": ("demo", "every privatization scheme on packaged tweets: utility vs re-identification, with a report"),
     "report": ("report", "turn result JSONs into one HTML page with plots"),
-    "tasks": ("tasks", "list the known tasks"),
+    "tasks": ("tasks", "list the known tasks and where their data was looked for"),
 }
+#: ``privnlu release`` and the older commands it stands for (:mod:`.release`)
+RELEASES = ("release", "encode", "dp encode", "dchi privatize")
 #: group -> (its one-line help, its description)
 GROUPS: dict[str, tuple[str, str]] = {
     "dchi": ("d_chi-privacy (Qu et al. 2021): privatize text, calibrate eta, analyses, private fine-tuning and "
@@ -143,7 +148,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    argv = undeprecate(sys.argv[1:] if argv is None else list(argv))
+    given = sys.argv[1:] if argv is None else list(argv)
+    argv = undeprecate(given)
+    if _command_of(argv) in RELEASES:  # the data owner's release, or one of its older names
+        from . import release
+
+        if _command_of(argv) != "release" and argv == given:  # one notice: a deprecated name has had its own
+            sys.stderr.write(release.alias_notice(_command_of(argv)))
+        try:
+            argv = release.rewrite(argv)  # privnlu release --scheme X: the command that writes X's release
+        except PrivnluError as exc:
+            sys.stderr.write(f"privnlu: error: {exc}\n")
+            return 2
     parser = build_parser(_command_of(argv))
     try:
         args = parser.parse_args(argv)

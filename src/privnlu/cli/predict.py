@@ -48,8 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from ..training.predict import check_output_file, load, utility_warning
-    from ..training.predict_inputs import CHUNK, RowWriter, open_inputs
+    from ..model_folder.predict import check_output_file, load, utility_warning
+    from ..model_folder.predict_inputs import CHUNK, RowWriter, open_inputs
 
     out = check_output_file(args.out, force=args.force)
     inputs = open_inputs(args.text, args.text_pair, args.input, text_col=args.text_col,

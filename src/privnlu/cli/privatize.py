@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..training.release import release_text_file
+    from ..owner.release import release_text_file
 
     warn_seed(args)
     release_text_file(scheme_from_args(args), args.input, args.out, model=args.model, pooling=args.pooling,

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
 def no_utility_warning(rec: dict, split: str, majority: Callable[[], float | None]) -> str | None:
     """The run's closing warning where the headline score's 95 % interval reaches the majority class (the score
     itself where no interval was measured); ``majority``: the majority-class score where the record lacks it."""
-    from ..training.card import score_ci
+    from ..model_folder.card import score_ci
 
     maj = (rec.get("majority") or {}).get("score")
     maj = majority() if maj is None else maj

@@ -57,10 +57,29 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
         if not path.is_dir():
             raise PrivnluError(f"PRIVNLU_DATA={path} is not a directory")
         return path
-    for cand in (Path.cwd().parent / "shared" / "data" / "glue", _REPO_ROOT.parent / "shared" / "data" / "glue"):
+    for _, cand in default_data_dirs():
         if cand.is_dir():
             return cand
     raise PrivnluError("no GLUE data directory: pass --data-dir or set PRIVNLU_DATA")
+
+
+def default_data_dirs() -> list[tuple[str, Path]]:
+    """Where GLUE data is looked for when neither ``--data-dir`` nor ``PRIVNLU_DATA`` is given, in order, each with
+    how it was found."""
+    return [("beside the current folder", Path.cwd().parent / "shared" / "data" / "glue"),
+            ("beside the installation", _REPO_ROOT.parent / "shared" / "data" / "glue")]
+
+
+def data_dir_search(data_dir: str | Path | None = None) -> list[tuple[str, Path]]:
+    """Every place :func:`resolve_data_dir` looks, in its order: ``--data-dir``, ``PRIVNLU_DATA``, the defaults."""
+    out: list[tuple[str, Path]] = []
+    if data_dir:
+        out.append(("--data-dir", Path(data_dir)))
+    if os.environ.get("PRIVNLU_DATA"):
+        out.append(("PRIVNLU_DATA", Path(os.environ["PRIVNLU_DATA"])))
+    seen: set[Path] = set()
+    return [(how, path) for how, path in out + default_data_dirs()
+            if not (path.resolve() in seen or seen.add(path.resolve()))]
 
 
 def glue_data_available(task: str, split: str = "dev") -> bool:

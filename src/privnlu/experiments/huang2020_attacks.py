@@ -6,7 +6,7 @@
 * Table 8: representation inversion with the whole training split as known pairs (appendix C.3); Table 7: the
   inversion's example queries, on 2,000 known pairs;
 * federated text recovery (beyond the paper): the embedding-gradient read-off and sentence linking on the
-  federated joint mode's client messages (:mod:`privnlu.attacks.text_recovery`).
+  federated joint mode's client messages (:mod:`privnlu.attacks.gradient.text_recovery`).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def _gm_warm(o: dict, ctx: RunContext) -> None:
 def _gm_run(o: dict, point: Point, ctx: RunContext) -> dict:
     import torch
 
-    from ..attacks.gradient_matching import GradientMatchingConfig, plan, summarize, sweep
+    from ..attacks.gradient.matching import GradientMatchingConfig, plan, summarize, sweep
     from ..models.encoder import public_model_name
     from ..paper_values.huang2020_gradient import PAPER_TABLE2
 
@@ -190,7 +190,7 @@ def _query_idx(n: int, queries: int, seed: int | None):
 
 
 def _conditions():
-    from ..attacks.audit import parse_condition
+    from ..attacks.conditions import parse_condition
 
     return tuple(parse_condition(c) for c in ATTACK_CONDITIONS)
 
@@ -198,7 +198,7 @@ def _conditions():
 def _embed(o: dict):
     if not o["sbert"]:
         return None
-    from ..attacks.leakage import sbert_embedder
+    from ..attacks.representation.leakage import sbert_embedder
 
     return sbert_embedder()
 
@@ -206,7 +206,7 @@ def _embed(o: dict):
 def _search_run(o: dict, point: Point, ctx: RunContext) -> dict:
     import torch
 
-    from ..attacks.audit import search_audit
+    from ..attacks.representation.audit import search_audit
     from ..attacks.threat import SEARCH_THREAT, Corpus
     from ..rng import SecretGenerator
 
@@ -223,8 +223,8 @@ def _search_run(o: dict, point: Point, ctx: RunContext) -> dict:
 def _invert_run(o: dict, point: Point, ctx: RunContext) -> dict:
     import torch
 
-    from ..attacks.audit import inversion_audit
-    from ..attacks.inversion import InversionConfig
+    from ..attacks.representation.audit import inversion_audit
+    from ..attacks.representation.inversion import InversionConfig
     from ..attacks.threat import INVERSION_THREAT, Corpus
     from ..rng import SecretGenerator
 
@@ -326,13 +326,13 @@ def _tr_settings(r: dict) -> dict:
 
 
 def _tr_run(o: dict, point: Point, ctx: RunContext) -> dict:
-    from ..attacks.text_recovery import measure
+    from ..attacks.gradient.text_recovery import measure
     from ..federated.config import FederatedConfig
     from ..schemes import get
 
     s, results = point.settings, []
     for scheme in s["schemes"]:
-        th = dict(m="0", k=1) if get(scheme).release == "none" else dict(m="16", k=min(4, s["batch_size"]))
+        th = dict(m="16", k=min(4, s["batch_size"])) if get(scheme).private else dict(m="0", k=1)
         cfg = FederatedConfig(task=s["task"], model="", clients=2, rounds=1, batch_size=s["batch_size"], mode="joint",
                               train_embeddings=True, scheme=scheme, train_limit=s["train_limit"], dev_limit=8,
                               seed=s["seed"], eval_mask="none", **th)

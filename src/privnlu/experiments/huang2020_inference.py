@@ -6,7 +6,7 @@ averages the head's class probabilities over the whole mask pool (deterministic:
 uniform mask choice), and offers ``--samples N`` (``N`` fresh masks, ``N = 1`` the paper's stochastic inference).
 
 For each (m, k) a frozen TextHide-intra run is trained and saved, then its dev set is predicted through
-:func:`privnlu.training.predict.load` (the path users take): with the pool average, with one random mask
+:func:`privnlu.model_folder.predict.load` (the path users take): with the pool average, with one random mask
 ``repeats`` times (accuracy of each, and the share of dev sentences whose label changes from one repetition to
 the next), and with ``samples`` fresh masks averaged.
 """
@@ -52,7 +52,7 @@ def _run(o: dict, point: Point, ctx: RunContext) -> dict:
     from ..schemes import create
     from ..training import TrainConfig
     from ..training.engine import RunSpec, prepare, train_run
-    from ..training.predict import load
+    from ..model_folder.predict import load
 
     s = point.settings
     spec = RunSpec(task=s["task"], mode="frozen", train_limit=s["train_limit"], data_dir=ctx.data_dir,

@@ -1,5 +1,5 @@
 """Recipe (beyond the paper, filed under TextHide): whole sentences recovered from federated joint-mode client
-messages by the DAGER-class span inversion (:mod:`privnlu.attacks.dager`), with the frozen embedding tables of
+messages by the DAGER-class span inversion (:mod:`privnlu.attacks.gradient.dager`), with the frozen embedding tables of
 privnlu's default, without and with TextHide, per batch size; plus where it stops (token slots against the
 hidden size, the client's dropout, local noise)."""
 
@@ -28,7 +28,7 @@ def _points(o: dict) -> list[Point]:
 def _run(o: dict, point: Point, ctx: RunContext) -> dict:
     import torch
 
-    from ..attacks.dager_measure import measure
+    from ..attacks.gradient.dager.measure import measure
     from ..attacks.threat import SPAN_INVERSION_THREAT
     from ..federated.config import FederatedConfig
     from ..paper_values import lookup
@@ -38,7 +38,7 @@ def _run(o: dict, point: Point, ctx: RunContext) -> dict:
     t0 = time.time()
     s, results = point.settings, []
     for scheme in s["schemes"]:
-        th = dict(m="0", k=1) if get(scheme).release == "none" else dict(m="16", k=min(4, s["batch_size"]))
+        th = dict(m="16", k=min(4, s["batch_size"])) if get(scheme).private else dict(m="0", k=1)
         cfg = FederatedConfig(task=s["task"], model="", clients=2, rounds=1, batch_size=s["batch_size"], mode="joint",
                               scheme=scheme, train_limit=s["train_limit"], dev_limit=8, seed=s["seed"],
                               eval_mask="none", **th)

@@ -30,7 +30,7 @@ def _points(o: dict) -> list[Point]:
 def _run(o: dict, point: Point, ctx: RunContext) -> dict:
     import torch
 
-    from ..attacks.dager_measure import measure
+    from ..attacks.gradient.dager.measure import measure
     from ..attacks.threat import SPAN_INVERSION_THREAT
     from ..federated.client_dp import plan_client, shard_sizes
     from ..federated.config import FederatedConfig

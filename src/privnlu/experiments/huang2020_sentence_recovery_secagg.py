@@ -22,7 +22,7 @@ def _points(o: dict) -> list[Point]:
 def _run(o: dict, point: Point, ctx: RunContext) -> dict:
     import torch
 
-    from ..attacks.dager_secagg import measure_aggregate
+    from ..attacks.gradient.dager.secagg import measure_aggregate
     from ..attacks.threat import SPAN_INVERSION_THREAT
     from ..federated.config import FederatedConfig
 

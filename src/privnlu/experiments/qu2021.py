@@ -9,7 +9,7 @@
 * section 6.2's sequence-representation privatization re-examined: the frozen head on clean and on privatized
   [CLS] vectors (beyond the paper).
 
-The analyses are :mod:`privnlu.attacks.dchi_analysis`'s; MiniLM (384-d) stands in for bert-base (768-d), so equal
+The analyses are :mod:`privnlu.attacks.dchi.analysis`'s; MiniLM (384-d) stands in for bert-base (768-d), so equal
 eta is not equal privacy. The training recipes (Tables 4-7) are in :mod:`.qu2021_training`.
 """
 
@@ -19,6 +19,7 @@ import functools
 import time
 
 from ..errors import require
+from ..mechanisms.dchi_modes import REP, TEXT
 from .registry import Point, Recipe, RunContext, pick, register
 
 PAPER = "qu2021"
@@ -57,7 +58,7 @@ def _examples_points(o: dict) -> list[Point]:
 
 
 def _examples_run(o: dict, point: Point, ctx: RunContext) -> dict:
-    from ..attacks import dchi_analysis
+    from ..attacks.dchi import analysis as dchi_analysis
 
     space, tok = _space(None)
     s = point.settings
@@ -78,7 +79,7 @@ register(Recipe(
 # -- Table 3 and the calibrated eta ----------------------------------------------------------------------------------
 
 def _inversion_run(o: dict, point: Point, ctx: RunContext) -> dict:
-    from ..attacks import dchi_analysis
+    from ..attacks.dchi import analysis as dchi_analysis
 
     space, tok = _space(None)
     task = point.settings["task"]
@@ -100,7 +101,7 @@ register(Recipe(
 
 
 def _calibration_run(o: dict, point: Point, ctx: RunContext) -> dict:
-    from ..attacks import dchi_analysis
+    from ..attacks.dchi import analysis as dchi_analysis
 
     space, tok = _space(None)
     rng = _rng(o["seed"])
@@ -129,7 +130,7 @@ register(Recipe(
 # -- Figures 3-4 -------------------------------------------------------------------------------------------------------
 
 def _geometry_run(o: dict, point: Point, ctx: RunContext) -> dict:
-    from ..attacks import dchi_analysis
+    from ..attacks.dchi import analysis as dchi_analysis
 
     space, _ = _space(None)
     return _finish(dchi_analysis.geometry(space, tuple(o["etas"]), _rng(o["seed"]), sample=o["sample"]), o)
@@ -146,7 +147,7 @@ register(Recipe(
 
 
 def _deniability_run(o: dict, point: Point, ctx: RunContext) -> dict:
-    from ..attacks import dchi_analysis
+    from ..attacks.dchi import analysis as dchi_analysis
 
     space, _ = _space(None)
     s = point.settings
@@ -234,8 +235,9 @@ register(Recipe(
 
 def _audit_run(o: dict, point: Point, ctx: RunContext) -> dict:
     """An empirical audit of eta-d_chi on token pairs of the packaged table: a 95 % lower bound on each pair's
-    epsilon from the real mechanism, beside the claim ``eta d(x, x')`` (:mod:`privnlu.attacks.dp_audit`)."""
-    from ..attacks.dp_audit import audit_dchi, pick_pairs
+    epsilon from the real mechanism, beside the claim ``eta d(x, x')``
+    (:mod:`privnlu.attacks.privacy_audit.mechanism`)."""
+    from ..attacks.privacy_audit.mechanism import audit_dchi, pick_pairs
     from ..version import __version__
 
     s = point.settings
@@ -252,9 +254,10 @@ register(Recipe(
     "Beyond the paper: empirical audits of eta-d_chi (M_rep, and M_txt with a fifth of the draws) on token pairs of "
     "MiniLM's table, a 95 % lower bound on epsilon beside the claim eta d(x, x')",
     {"etas": (5.0,), "draws": 100_000, "seed": 0},
-    lambda o: [Point(f"audit_{m}_eta{_label(e)}", {"mechanism": m, "eta": e, "pairs": 3, "seed": o["seed"],
-                                                    "draws": o["draws"] if m == "rep" else o["draws"] // 5})
-               for e in o["etas"] for m in ("rep", "txt")],
+    lambda o: [Point(f"audit_{m.audit_name}_eta{_label(e)}", {"mechanism": m.audit_name, "eta": e, "pairs": 3,
+                                                               "seed": o["seed"], "draws": o["draws"] // 5
+                                                               if m.sends_tokens else o["draws"]})
+               for e in o["etas"] for m in (REP, TEXT)],
     _audit_run,
     lambda r: {"mechanism": r["mechanism"].removeprefix("dchi-"), "eta": r["eta"], "pairs": r["pairs"],
                "seed": r["experiment_seed"], "draws": r["draws_per_hypothesis"]}))

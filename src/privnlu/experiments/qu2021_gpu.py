@@ -8,8 +8,9 @@ seeds 0-2) on the same device, so that the gain compares runs of one machine and
 built there, its simulated noise drawn from a seeded ``torch.Generator`` of the device (the corpus is public);
 the fine-tuning data are privatized on the CPU by the user's own mechanism, as everywhere.
 
-``scripts/gpu/qu2021_table6.sh`` runs it on a lent GPU from a small bundle (MiniLM as float16 safetensors, the
-task's data, the wheels the GPU image lacks) that ``scripts/gpu/bundle.py`` writes.
+``scripts/gpu/qu2021_table6.sh`` runs it on a CUDA machine, from the installed environment or, without network,
+from the folder ``scripts/gpu/offline_bundle.py`` writes (MiniLM as float16 safetensors, the task's data, the wheels
+the machine lacks).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import require
+from ..mechanisms.dchi_modes import finetune_mode, mechanism as dchi_mechanism
 from ..schemas import display_name
 from .registry import Point, Recipe, RunContext, register
 
@@ -60,12 +61,12 @@ def _configs(o: dict, task: str) -> list:
     lr = pf.paper_lr(task)
     out = []
     for seed in o["seeds"]:
-        for mode in o["modes"]:
-            for eta in ([None] if mode == "null" else o["etas"]):
+        for mode in map(finetune_mode, o["modes"]):
+            for eta in (o["etas"] if mode.private else [None]):
                 for enc in o["encoders"]:
-                    if mode == "sequence" and enc == "bilstm":
+                    if mode.on_representation and enc == "bilstm":
                         continue  # sequence mode needs a pretrained user-side encoder
-                    out.append(pf.FinetuneConfig(mode=mode, encoder=enc, eta=eta, epochs=o["epochs"], batch_size=32,
+                    out.append(pf.FinetuneConfig(mode=mode.name, encoder=enc, eta=eta, epochs=o["epochs"], batch_size=32,
                                                  lr=lr, seed=seed))
     return out
 
@@ -85,11 +86,11 @@ def _prepared(task: str, model: str | None, train_limit: int | None, data_dir: s
 
 def finetune_run(task: str, config, *, model: str | None, train_limit: int | None, tag: str, ctx: RunContext) -> dict:
     """One fine-tuning run; its model folder goes to a hidden folder beside the record."""
-    from ..training.export import export_dchi_model
+    from ..model_folder.export import export_dchi_model
     from ..rng import SecretGenerator, derive_seed
     from ..training import private_finetune as pf
 
-    prep = _prepared(task, model, train_limit, ctx.data_dir, config.mode == "sequence", ctx.device)
+    prep = _prepared(task, model, train_limit, ctx.data_dir, finetune_mode(config.mode).on_representation, ctx.device)
     eta_part = 0 if config.eta is None else int(round(config.eta * 1000))
     rng = SecretGenerator(None if config.seed is None else derive_seed(config.seed, MODES.index(config.mode), eta_part),
                           warn=False)
@@ -171,7 +172,7 @@ class Stage:
 
 
 def stage_name(objective: str, mechanism: str, total: int) -> str:
-    return f"{'text-' if mechanism == 'text' else ''}{objective}-{total}"
+    return f"{'text-' if dchi_mechanism(mechanism).sends_tokens else ''}{objective}-{total}"
 
 
 def stages(objectives: tuple[str, ...], modes: tuple[str, ...], max_steps: int | None) -> dict[str, Stage]:
@@ -189,7 +190,7 @@ def stages(objectives: tuple[str, ...], modes: tuple[str, ...], max_steps: int |
                 if level:
                     head = (before, "mlm_head.safetensors")
                 else:
-                    head = None if mech == "rep" else (stage_name(obj, "rep", CURVES["token"][1][0]),
+                    head = None if not dchi_mechanism(mech).sends_tokens else (stage_name(obj, "rep", CURVES["token"][1][0]),
                                                        "mlm_head_warm.safetensors")
                 out[stage_name(obj, mech, total)] = Stage(obj, mech, total, total - prev, level, before, head)
     return out

@@ -182,7 +182,7 @@ def summary(rec: dict) -> str:
                 parts.append(f"{name} {metric} {value:.1f}")
         return "; ".join(parts) or str(rec.get("kind", ""))
     if rec.get("kind") == "dchi":
-        from ..attacks.dchi_analysis import headline
+        from ..attacks.dchi.analysis import headline
 
         lines = headline(rec)
         return lines[0] + (f" (+{len(lines) - 1} more)" if len(lines) > 1 else "") if lines else "dchi"

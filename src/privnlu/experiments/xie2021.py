@@ -6,8 +6,8 @@
 * beyond the paper: Table 1's k = 4 and 6 over several experiment seeds (``xie2021-seeds``), and the attack at the
   size of a real release, up to 3,000 private examples (``xie2021-scaling``).
 
-The setting and the attack are :mod:`privnlu.attacks.reconstruction_sweep`'s (and
-:mod:`privnlu.attacks.reconstruction_scale`'s at scale). Xie & Hong 2022's Figure 2 (the attack against DP
+The setting and the attack are :mod:`privnlu.attacks.reconstruction.sweep`'s (and
+:mod:`privnlu.attacks.reconstruction.scale`'s at scale). Xie & Hong 2022's Figure 2 (the attack against DP
 instance encoding) reuses :func:`release_points`.
 """
 
@@ -31,14 +31,14 @@ LEGACY_CONFIG = {"nmf_repair_iters": 0, "nmf_repair_start": "seeds", "nmf_repair
 
 def condition_name(text: str) -> str:
     """``"16:4"`` -> ``"m16-k4"`` (the name a record files the condition under)."""
-    from ..attacks.audit import parse_condition
+    from ..attacks.conditions import parse_condition
 
     return parse_condition(text).name
 
 
 def attacker_config(seed: int | None, **over) -> dict:
-    """The attacker's :class:`~privnlu.attacks.reconstruction.ReconstructionConfig` as a record stores it."""
-    from ..attacks.reconstruction import ReconstructionConfig
+    """The attacker's :class:`~privnlu.attacks.reconstruction.attack.ReconstructionConfig` as a record stores it."""
+    from ..attacks.reconstruction.attack import ReconstructionConfig
 
     return dict(ReconstructionConfig(seed=seed if seed is not None else 0, **over).__dict__)
 
@@ -76,9 +76,9 @@ def _prepared(task: str, train_limit: int | None, data_dir: str | None, cache_di
 
 def release_run(o: dict, point: Point, ctx: RunContext, recipe: str) -> dict:
     """Attack one release per condition of the point's task (DP instance encoding with its ``dp``)."""
-    from ..attacks.audit import parse_condition
-    from ..attacks.reconstruction import ReconstructionConfig
-    from ..attacks.reconstruction_sweep import reconstruction_record, reconstruction_sweep
+    from ..attacks.conditions import parse_condition
+    from ..attacks.reconstruction.attack import ReconstructionConfig
+    from ..attacks.reconstruction.sweep import reconstruction_record, reconstruction_sweep
     from ..mechanisms.dp import DPSettings
 
     s = point.settings
@@ -188,7 +188,7 @@ def _scale_settings(r: dict) -> dict:
 def _scale_run(o: dict, point: Point, ctx: RunContext) -> dict:
     import torch
 
-    from ..attacks.reconstruction_scale import scale_record
+    from ..attacks.reconstruction.scale import scale_record
 
     s = point.settings
     prep = _prepared(s["task"], s["train_limit"], ctx.data_dir, ctx.cache_dir)
@@ -216,7 +216,7 @@ PAPER_METHOD_EPOCHS = 20
 
 
 def _paper_method_points(o: dict) -> list[Point]:
-    from ..attacks.reconstruction_paper_method import PaperMethodConfig
+    from ..attacks.reconstruction.paper_method import PaperMethodConfig
 
     out = []
     for task in o["tasks"]:
@@ -237,10 +237,10 @@ def _paper_method_settings(r: dict) -> dict:
 def _paper_method_run(o: dict, point: Point, ctx: RunContext) -> dict:
     import torch
 
-    from ..attacks.audit import parse_condition
-    from ..attacks.reconstruction_paper import MLPConfig
-    from ..attacks.reconstruction_paper_method import PaperMethodConfig, paper_method_audit
-    from ..attacks.reconstruction_sweep import select_examples
+    from ..attacks.conditions import parse_condition
+    from ..attacks.reconstruction.paper import MLPConfig
+    from ..attacks.reconstruction.paper_method import PaperMethodConfig, paper_method_audit
+    from ..attacks.reconstruction.sweep import select_examples
     from ..rng import SecretGenerator
     from ..version import __version__
 
@@ -264,7 +264,7 @@ def _paper_method_run(o: dict, point: Point, ctx: RunContext) -> dict:
 
 
 def _paper_method_check(o: dict) -> None:
-    from ..attacks.reconstruction_paper import PAIR_DATA
+    from ..attacks.reconstruction.paper import PAIR_DATA
 
     require(o["pair_data"] in PAIR_DATA, f"pair data is {', '.join(PAIR_DATA)}, not '{o['pair_data']}'")
     bad = [t for t in o["tasks"] if t not in TASKS]

@@ -15,7 +15,7 @@ Attacks").
   the simulated releases carry the public mechanism's noise) and both readings of Algorithm 1's draw (fresh noise
   per encoding; one noise vector per batch, as printed, which is not DP).
 * the empirical audit of the calibrations (beyond the paper): a 95 % lower bound on epsilon from many draws of
-  the real mechanism, beside the claim (:mod:`privnlu.attacks.dp_audit`).
+  the real mechanism, beside the claim (:mod:`privnlu.attacks.privacy_audit.mechanism`).
 """
 
 from __future__ import annotations
@@ -192,12 +192,12 @@ def _noise_points(o: dict) -> list[Point]:
 
 def _noise_run(o: dict, point: Point, ctx: RunContext) -> dict:
     """One release of the point's task under DP instance encoding with the point's noise reading, attacked by the
-    point's attacker; the record is :func:`~privnlu.attacks.reconstruction_sweep.reconstruction_record`'s."""
+    point's attacker; the record is :func:`~privnlu.attacks.reconstruction.sweep.reconstruction_record`'s."""
     import time
 
-    from ..attacks.audit import parse_condition
-    from ..attacks.reconstruction import ReconstructionConfig
-    from ..attacks.reconstruction_sweep import reconstruction_record, reconstruction_sweep
+    from ..attacks.conditions import parse_condition
+    from ..attacks.reconstruction.attack import ReconstructionConfig
+    from ..attacks.reconstruction.sweep import reconstruction_record, reconstruction_sweep
     from ..mechanisms.dp import DPSettings
     from .xie2021 import _prepared
 
@@ -253,7 +253,7 @@ def _audit_points(o: dict) -> list[Point]:
 
 
 def _audit_run(o: dict, point: Point, ctx: RunContext) -> dict:
-    from ..attacks.dp_audit import audit_encoding, max_certifiable_epsilon
+    from ..attacks.privacy_audit.mechanism import audit_encoding, max_certifiable_epsilon
     from ..mechanisms.dp import calibrate
     from ..rng import SecretGenerator
     from ..version import __version__
@@ -291,8 +291,8 @@ def _reading_points(o: dict) -> list[Point]:
 
 
 def _reading_run(o: dict, point: Point, ctx: RunContext) -> dict:
-    from ..attacks.dp_audit import max_certifiable_epsilon
-    from ..attacks.dp_noise_audit import audit_noise_reading
+    from ..attacks.privacy_audit.mechanism import max_certifiable_epsilon
+    from ..attacks.privacy_audit.noise_reading import audit_noise_reading
     from ..mechanisms.dp import calibrate
     from ..rng import SecretGenerator
     from ..version import __version__

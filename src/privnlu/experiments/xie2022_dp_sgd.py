@@ -10,7 +10,7 @@
   ``--mode frozen`` trains only the head on the frozen encoder's representations (``--epochs 20``: a head needs
   more passes than a fine-tuned encoder).
 * ``xie2022-dp-sgd-audit``: the one-run empirical audit (Steinke et al. 2023) of DP-SGD, sound runs beside a
-  deliberately under-noised one that must be caught (:mod:`privnlu.attacks.dp_sgd_audit`).
+  deliberately under-noised one that must be caught (:mod:`privnlu.attacks.privacy_audit.dp_sgd`).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def _private_lrs(o: dict) -> tuple[tuple[float, float], ...]:
 def _name(o: dict, spec) -> str:
     """``<task>-<scheme label>-<mode>``; DP-SGD runs at other than the mode's first rates say which."""
     rates = (spec.train.lr, spec.encoder_lr)
-    other = spec.scheme.release == "model" and rates != PRIVATE_LRS[o["mode"]][0]
+    other = spec.scheme.private_training() is not None and rates != PRIVATE_LRS[o["mode"]][0]
     return f"{spec.label}-{spec.mode}" + (f"-lr{rates[0]:g}-enc{rates[1]:g}" if other else "")
 
 
@@ -110,7 +110,7 @@ def _audit_points(o: dict) -> list[Point]:
 
 
 def _audit_run(o: dict, point: Point, ctx: RunContext) -> dict:
-    from ..attacks.dp_sgd_audit import audit_dp_sgd, task_features
+    from ..attacks.privacy_audit.dp_sgd import audit_dp_sgd, task_features
     from ..training.dp_sgd import DPSGDConfig
 
     s = point.settings

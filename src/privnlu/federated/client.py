@@ -94,7 +94,7 @@ class TextHideClient:
         self.rng = client_rng(cfg, partition, "round", rnd)
         dim = self.encoder.dim
         self.hider = None
-        if cfg.privacy.release == "per-batch":  # the client's own pool, fresh one-time keys per batch
+        if cfg.privacy.private:  # the client's own pool, fresh one-time keys per batch
             pool = client_pool(cfg, partition, state, dim)
             self.hider = replace(cfg.privacy, m=pool.m).hider(dim=dim, rng=self.rng, pool=pool)
 
@@ -207,7 +207,7 @@ def client_evaluate(cfg: FederatedConfig, partition: int, state: RecordDict, arr
     else:
         sub = dev.subset(rows.tolist())
         x = extract_features(encoder, sub.texts_a, sub.texts_b, max_length=cfg.max_length, progress=False)
-    if cfg.privacy.release == "per-batch" and cfg.eval_mask == "pool":
+    if cfg.privacy.private and cfg.eval_mask == "pool":
         pool = client_pool(cfg, partition, state, encoder.dim)
         x = replace(cfg.privacy, m=pool.m).hider(dim=encoder.dim, rng=client_rng(cfg, partition, "eval"),
                                                  pool=pool).mask_only(x)

@@ -30,8 +30,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..accounting import event_to_json, gaussian_event
 from ..errors import PrivnluError, require
 from ..training.dp_sgd import DPSGDConfig, EncoderHead, calibrate, check_private_ready
+from ..training.dp_sgd import accounted_epsilon as dp_sgd_epsilon
 
 ACCOUNTANT = "prv"
 
@@ -83,13 +85,7 @@ def plan_client(cfg, client: int, n: int, *, noise_multiplier: float | None = No
 def accounted_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> float:
     """Epsilon of ``steps`` Poisson-subsampled Gaussian steps (Opacus's PRV accountant, as the calibration);
     remembered per process (about a second a call, and the record, the check and the ledger ask for the same)."""
-    from opacus.accountants import create_accountant
-
-    acc = create_accountant(ACCOUNTANT)
-    acc.history = [(noise_multiplier, sample_rate, steps)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return float(acc.get_epsilon(delta))
+    return dp_sgd_epsilon(gaussian_event(noise_multiplier, sample_rate, steps), delta, ACCOUNTANT)
 
 
 def check_plan(plan: ClientPlan, rtol: float = 1e-6) -> float:
@@ -317,19 +313,18 @@ def client_releases(cfg, n_train: int, output: str) -> list:
     if cfg.client_dp_epsilon:
         rep = client_dp_report(cfg, n_train)
         return [Release("federated", name, "dp", "client-dp-sgd", c["epsilon"], c["delta"],
-                        [{"kind": "poisson-gaussian", "noise_multiplier": c["noise_multiplier"],
-                          "sample_rate": c["sample_rate"], "count": c["steps"]}],
+                        [event_to_json(gaussian_event(c["noise_multiplier"], c["sample_rate"], c["steps"]))],
                         meaning=f"client {c['client']}: ({c['epsilon']:.4g}, {c['delta']:.2g})-DP per example for "
                                 f"every message and the global model (client DP-SGD, {c['steps']} Poisson-sampled "
                                 f"steps at q = {c['sample_rate']:.4g}, noise multiplier {c['noise_multiplier']:.4g})",
                         output=output) for c in rep["clients"]]
     if cfg.dp_clip:
-        from ..mechanisms.dp_fedsgd import epsilon_spent
+        from ..mechanisms.dp_fedsgd import epsilon_spent, rounds_event
 
         z = cfg.dp_noise_multiplier
         eps = epsilon_spent(z, cfg.rounds, cfg.dp_delta)
         rel = Release("federated", name, "dp", "dp-fedsgd", eps, cfg.dp_delta,
-                      [{"kind": "gaussian", "noise_multiplier": z, "count": cfg.rounds}],
+                      [event_to_json(rounds_event(z, cfg.rounds))],
                       meaning=f"({eps:.4g}, {cfg.dp_delta:g})-DP per client, hence per example, for the global model "
                               f"(DP-FedSGD, {cfg.rounds} rounds at noise multiplier {z:.4g}); not for the messages",
                       output=output)

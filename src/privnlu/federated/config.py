@@ -137,7 +137,7 @@ class FederatedConfig:
         if not get(self.scheme).federated:
             raise PrivnluError(f"privnlu federated runs the schemes {', '.join(n for n in names() if get(n).federated)}, "
                                f"not {self.scheme}")
-        if self.privacy.release == "none" and (self.m != "0" or self.k != 1):
+        if not self.privacy.private and (self.m != "0" or self.k != 1):
             raise PrivnluError(f"scheme '{self.scheme}' takes no m or k")
         check_k(self.k, self.batch_size)
         require_choice("algorithm", self.algorithm, ALGORITHMS)
@@ -213,7 +213,7 @@ class FederatedConfig:
             return
         require(self.client_dp_clip > 0, f"--client-dp-clip must be > 0, not {self.client_dp_clip}")
         require(self.client_dp_delta < 1, f"--client-dp-delta must be in (0, 1), not {self.client_dp_delta}")
-        if self.privacy.release != "none" and self.k != 1:
+        if self.privacy.private and self.k != 1:
             raise PrivnluError(f"client DP-SGD bounds each example's gradient, but TextHide with k = {self.k} mixes k "
                                "examples into each row: use --scheme none or k = 1")
         if self.local_noise:
@@ -222,12 +222,12 @@ class FederatedConfig:
     @property
     def privacy(self) -> Scheme:
         """The run's privacy scheme with its parameters (from the registry)."""
-        return create(self.scheme, **({} if get(self.scheme).release == "none" else {"m": self.m, "k": self.k}))
+        return create(self.scheme, **({"m": self.m, "k": self.k} if get(self.scheme).private else {}))
 
     @property
     def label(self) -> str:
         """The run's name: task, algorithm, the pool point (or ``baseline``) and the number of clients."""
-        point = "baseline" if self.privacy.release == "none" else f"m{self.m}-k{self.k}"
+        point = f"m{self.m}-k{self.k}" if self.privacy.private else "baseline"
         cdp = f"-cdp{self.client_dp_epsilon:g}" if self.client_dp_epsilon else ""
         return f"{self.task}-{self.algorithm}-{point}-c{self.clients}{cdp}"
 

@@ -162,7 +162,7 @@ def launch(cfg: FederatedConfig, *, out: Path | None = None, backend: str = "ray
     wire = WireLog(record_wire) if record_wire else None
     scheme = cfg.privacy
     log(f"privnlu federated: {cfg.clients} clients, {cfg.rounds} rounds, {cfg.algorithm}, "
-        f"{scheme.describe() if scheme.release != 'none' else 'no privacy'}"
+        f"{scheme.describe() if scheme.private else 'no privacy'}"
         f"{f', DP-FedSGD z = {cfg.dp_noise_multiplier:.4g}' if cfg.dp_clip else ''}"
         f"{', secure aggregation (Flower SecAgg+)' if cfg.secagg else ''}"
         f"{f', local noise z = {cfg.local_noise:g} (C = {cfg.local_clip:g})' if cfg.local_noise else ''}; "

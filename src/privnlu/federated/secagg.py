@@ -3,8 +3,8 @@
 No privnlu run uses this module: ``privnlu federated --secagg`` runs Flower's SecAgg+ (:mod:`.secagg_plus`), with
 key agreement through the server and Shamir shares that survive a dropout. This is the masking core of SecAgg
 (Bonawitz et al. 2017) only, kept for tests and for reading masked replies in captures recorded by earlier
-versions (:func:`decode`, :data:`RECORD`; :mod:`privnlu.attacks.embedding_leak` attacks such replies one by one and
-summed):
+versions (:func:`decode`, :data:`RECORD`; :mod:`privnlu.attacks.gradient.embedding_leak` attacks such replies one
+by one and summed):
 
 * every pair of clients ``(i, j)`` shares a secret seed ``s_ij`` (256 bits from
   :class:`~privnlu.rng.SecretGenerator`), dealt out of band (:func:`deal_pair_seeds`, into each node's private

@@ -41,7 +41,7 @@ from .wire import WIRE_FILE, RecordingGrid, WireLog
 
 CHECKPOINT = "checkpoint.pt"  # the name its pair is derived from: checkpoint.safetensors + checkpoint.json
 RESULT = "result.json"
-MODEL_DIR = "model"  # the global model in the Hugging Face layout (privnlu.training.export.export_federated_model)
+MODEL_DIR = "model"  # the global model in the Hugging Face layout (privnlu.model_folder.export.export_federated_model)
 WIRE = WIRE_FILE
 
 
@@ -61,7 +61,7 @@ def _resume_key(cfg: FederatedConfig, run_dir: Path | None = None) -> dict:
 def make_strategy(cfg: FederatedConfig, initial: dict[str, torch.Tensor]) -> ResumableRounds | DPFedSGD:
     """The strategy for ``cfg``: FedSGD (Algorithm 2) or FedAvg, with secure aggregation and client-level DP
     wrapped around it where asked; no client-side evaluation rounds."""
-    client_eval = cfg.eval_mask == "pool" and cfg.privacy.release == "per-batch" and cfg.eval_every > 0
+    client_eval = cfg.eval_mask == "pool" and cfg.privacy.private and cfg.eval_every > 0
     # FedAvg sizes a round's sample from the nodes connected at that instant; a floor of fraction x the nodes it
     # waits for keeps a round from sampling fewer when nodes register late (Flower's simulation engine, a SuperLink)
     fraction_evaluate = 1.0 if client_eval else 0.0
@@ -204,7 +204,7 @@ def run_server(grid: Grid, cfg: FederatedConfig, *, out: Path | None, resume: bo
         record["dp"] = strategy.report()
         record["label"] += f"-dp{strategy.noise_multiplier:.3g}"
     if out is not None:
-        from ..training.export import export_federated_model
+        from ..model_folder.export import export_federated_model
 
         # the global model first, the results JSON last (as privnlu train does)
         export_federated_model(out / MODEL_DIR, record=record, cfg=cfg, head=model.head, encoder=encoder,

@@ -265,7 +265,7 @@ def worst_case(n_w, s_w, word_ids=None) -> dict:
 def unchanged_share(space, token_ids: torch.Tensor, eta: float, rng, *, chunk: int = 8192) -> float:
     """The share of regular ``token_ids`` that come out of M_txt unchanged at ``eta``:
     ``P(argmin_v ||phi(v) - (phi(x) + N)|| = x)``, estimated with one draw of M_rep per token. It is also the
-    accuracy of nearest-neighbour inversion of M_rep (:mod:`privnlu.attacks.dchi_inversion`)."""
+    accuracy of nearest-neighbour inversion of M_rep (:mod:`privnlu.attacks.dchi.inversion`)."""
     ids = token_ids[~space.special[token_ids]]
     hits = 0
     for s in range(0, len(ids), chunk):

@@ -37,10 +37,11 @@ from ..choices import DCHI_MECHANISMS
 from ..errors import PrivnluError, require_choice
 from ..io import atomic_path
 from ..rng import SecretGenerator
-from .dchi import HNSWIndex, TokenSpace, check_eta, m_rep, m_seq, m_txt
+from .dchi import HNSWIndex, TokenSpace, check_eta, m_seq
+from .dchi_modes import MECHANISMS as MECHANISM_OBJECTS, Mechanism, mechanism as parse_mechanism
 
 MECHANISMS = DCHI_MECHANISMS
-OUTPUT_SUFFIX = {"text": ".txt", "rep": ".npz", "sequence": ".npz"}
+OUTPUT_SUFFIX = {m.name: m.suffix for m in MECHANISM_OBJECTS.values()}
 
 
 def check_mechanism(name: str) -> str:
@@ -74,8 +75,13 @@ class DchiPrivatizer:
         check_mechanism(self.mechanism)
         if self.max_length < 3:
             raise PrivnluError(f"--max-length must be at least 3 ([CLS], one token, [SEP]), not {self.max_length}")
-        if self.mechanism == "sequence" and self.encoder is None:
+        if not self.mech.per_token and self.encoder is None:
             raise PrivnluError("the sequence mechanism needs the user-side encoder")
+
+    @property
+    def mech(self) -> Mechanism:
+        """The mechanism (:mod:`.dchi_modes`) that ``mechanism`` names."""
+        return parse_mechanism(self.mechanism)
 
     @classmethod
     def load(cls, *, eta: float, mechanism: str = "text", model: str | Path | None = None, pooling: str = "cls",
@@ -84,12 +90,12 @@ class DchiPrivatizer:
         from ..models import load_encoder
 
         check_eta(eta)
-        check_mechanism(mechanism)
+        mech = parse_mechanism(check_mechanism(mechanism))
         enc = load_encoder(model, pooling=pooling)
         space = TokenSpace.from_model(enc.model, enc.tokenizer)
         return cls(space, enc.tokenizer, eta, mechanism, rng or SecretGenerator(), max_length,
-                   HNSWIndex(space) if hnsw and mechanism == "text" else None,
-                   enc if mechanism == "sequence" else None)
+                   HNSWIndex(space) if hnsw and mech.sends_tokens else None,
+                   None if mech.per_token else enc)
 
     # -- tokens ----------------------------------------------------------
     def token_ids(self, texts: list[str]) -> tuple[list[list[int]], list[int]]:
@@ -114,15 +120,16 @@ class DchiPrivatizer:
         return self.privatize_batch(texts).outputs
 
     def privatize_batch(self, texts: list[str]) -> Batch:
-        if self.mechanism == "sequence":
+        mech = self.mech
+        if not mech.per_token:
             return self._sequence(texts)
         ids, cut = self.token_ids(texts)
         padded, mask = self._padded(ids)
-        if self.mechanism == "text":
-            out = m_txt(self.space, padded, self.eta, self.rng, mask, index=self.index)
+        if mech.sends_tokens:
+            out = mech.tokens(self.space, padded, self.eta, self.rng, mask, index=self.index)
             texts_out = [self.tokenizer.decode(out[i, : len(x)].tolist(), clean_up_tokenization_spaces=False) for i, x in enumerate(ids)]
             return Batch(texts_out, cut)
-        emb = m_rep(self.space, padded, self.eta, self.rng, mask)
+        emb = mech.tokens(self.space, padded, self.eta, self.rng, mask)
         return Batch([emb[i, : len(x)].numpy() for i, x in enumerate(ids)], cut)
 
     def _sequence(self, texts: list[str]) -> Batch:
@@ -180,7 +187,7 @@ def privatize_file(privatizer: DchiPrivatizer, in_path: str | Path, out_path: st
     """
     summary = FileSummary()
     with atomic_path(out_path) as tmp:
-        if privatizer.mechanism == "text":
+        if privatizer.mech.sends_tokens:
             with open(tmp, "w", encoding="utf-8") as out:
                 _stream(privatizer, in_path, chunk_lines, summary, on_truncate,
                         lambda k, b: out.write("".join(t + "\n" for t in b.outputs)))
@@ -210,7 +217,7 @@ def _privatize_chunk(privatizer: DchiPrivatizer, k: int, chunk, summary: FileSum
             if on_truncate is not None:
                 on_truncate(no, n)
     summary.texts += len(chunk)
-    if privatizer.mechanism != "sequence":
+    if privatizer.mech.per_token:
         summary.tokens += sum(len(o) if isinstance(o, np.ndarray) else 0 for o in batch.outputs)
     write(k, batch)
 
@@ -222,7 +229,7 @@ def _npy_bytes(arr: np.ndarray) -> bytes:
 
 
 def _write_npz_chunk(zf: zipfile.ZipFile, k: int, batch: Batch, privatizer: DchiPrivatizer) -> None:
-    if privatizer.mechanism == "sequence":
+    if not privatizer.mech.per_token:
         zf.writestr(f"rep_{k:06d}.npy", _npy_bytes(np.stack(batch.outputs).astype(np.float32)))
         return
     dim = privatizer.space.dim

@@ -23,7 +23,7 @@ epoch (``ceil(k/2)`` for TextHide-inter), i.e. ``participations = k_private *
 epochs`` mechanisms per example over the whole release. Each is a Gaussian
 (Laplace) mechanism with noise multiplier ``noise / Delta``; the release is
 their composition, accounted with Google's ``dp-accounting`` PLD accountant
-(``SelfComposedDpEvent`` of ``GaussianDpEvent``/``LaplaceDpEvent``). The
+(``SelfComposedDpEvent`` of ``GaussianDpEvent``/``LaplaceDpEvent``; :mod:`privnlu.accounting`). The
 privacy-loss curve of these mechanisms depends only on ``noise / Delta``, so we
 compose the normalised events under the accountant's ``ADD_OR_REMOVE_ONE``
 relation (sensitivity 1), which with ``Delta`` the replace-one sensitivity is
@@ -63,6 +63,7 @@ from typing import ClassVar
 
 import torch
 
+from .. import accounting
 from ..choices import DP_CALIBRATIONS, DP_MECHANISMS, NOISE_READINGS  # noqa: F401 (re-exported)
 from ..errors import PrivnluError, require, require_choice
 from ..params import MAX_EPSILON, MIN_DELTA, check_dp_settings, check_privacy_params  # noqa: F401 (re-exported)
@@ -83,11 +84,9 @@ PER_BATCH_NOT_DP = ("NOT DP: one noise vector per batch (Algorithm 1 as printed)
 #: means nothing; below MIN_DELTA the accountant's truncated tail mass exceeds delta; MAX_PARTICIPATIONS keeps the
 #: numbers meaningful (the RDP/closed-form bounds answer any count in milliseconds)
 MAX_PARTICIPATIONS = 10 ** 9
-#: the Laplace PLD is used only for at most LAPLACE_PLD_MAX_COMPOSITIONS compositions and a composed loss
-#: distribution of at most PLD_MAX_POINTS points (time and memory bounded); beyond, the RDP and pure-DP bounds
-#: (closed form in n) answer, and they are as tight there
-PLD_MAX_POINTS = 2_000_000
-LAPLACE_PLD_MAX_COMPOSITIONS = 100_000
+#: the Laplace PLD's limits (:mod:`privnlu.accounting`'s ``tightest`` accountant)
+PLD_MAX_POINTS = accounting.accountants.PLD_MAX_POINTS
+LAPLACE_PLD_MAX_COMPOSITIONS = accounting.accountants.LAPLACE_PLD_MAX_COMPOSITIONS
 
 
 def clip_rows(x: torch.Tensor, clip: float, norm: str) -> torch.Tensor:
@@ -147,6 +146,7 @@ class EncodingMechanism:
         return clip_rows(x, self.clip, self.clip_norm)
 
     def dp_event(self):  # -> dp_accounting.DpEvent
+        """One encoding's DP event (:mod:`privnlu.accounting`)."""
         raise NotImplementedError
 
     def sample(self, shape: tuple[int, ...], rng: SecretGenerator) -> torch.Tensor:
@@ -166,9 +166,7 @@ class GaussianEncoding(EncodingMechanism):
     noise_norm: ClassVar[str] = "l2"
 
     def dp_event(self):
-        import dp_accounting
-
-        return dp_accounting.GaussianDpEvent(self.noise_multiplier)
+        return accounting.gaussian_event(self.noise_multiplier)
 
     def sample(self, shape: tuple[int, ...], rng: SecretGenerator) -> torch.Tensor:
         return rng.normal(shape) * self.noise
@@ -183,9 +181,7 @@ class LaplaceEncoding(EncodingMechanism):
     noise_norm: ClassVar[str] = "l1"
 
     def dp_event(self):
-        import dp_accounting
-
-        return dp_accounting.LaplaceDpEvent(self.noise_multiplier)
+        return accounting.laplace_event(self.noise_multiplier)
 
     def sample(self, shape: tuple[int, ...], rng: SecretGenerator) -> torch.Tensor:
         """Inverse CDF: ``-b sign(u - 1/2) log(1 - 2|u - 1/2|)`` for ``u`` uniform on (0, 1)."""
@@ -206,23 +202,13 @@ def mechanism_from_json(d: dict) -> EncodingMechanism:
 
 def pld_epsilon(event, delta: float, *, loss_scale: float = 1.0, interval: float = 1e-4) -> float:
     """Epsilon at ``delta`` of a ``dp_accounting`` event by the PLD accountant, or the (also sound) RDP bound if no
-    PLD can be built.
+    PLD can be built (:mod:`privnlu.accounting`'s ``pld`` accountant).
 
     The privacy-loss range grows like ``loss_scale`` (1/z^2 for a Gaussian, 1/z for a Laplace with noise multiplier
     z); the discretisation ``interval`` is widened by ``max(1, loss_scale)`` so that the PLD stays small at tiny
     noise instead of exhausting memory (the estimate stays pessimistic, i.e. an upper bound).
     """
-    import dp_accounting
-    from dp_accounting.pld import PLDAccountant
-
-    try:
-        acc = PLDAccountant(value_discretization_interval=interval * max(1.0, loss_scale))
-        acc.compose(event)
-        return float(acc.get_epsilon(delta))
-    except (OverflowError, MemoryError, ValueError):  # noise so small that the PLD cannot be built: RDP bound
-        rdp = dp_accounting.rdp.RdpAccountant()
-        rdp.compose(event)
-        return float(rdp.get_epsilon(delta))
+    return accounting.epsilon(event, delta, "pld", interval=interval, loss_scale=loss_scale)
 
 
 def account(mechanism: EncodingMechanism, participations: int, delta: float) -> float:
@@ -242,36 +228,10 @@ def composed_epsilon(kind: str, z: float, n: int, delta: float, *, pld: bool = T
 
     ``pld=False`` skips the PLD (a quick, looser bound: calibration brackets with it first).
     """
-    import dp_accounting
-
     require(1 <= n <= MAX_PARTICIPATIONS, f"participations must be in [1, {MAX_PARTICIPATIONS:g}], not {n}")
     require(MIN_DELTA <= delta < 1, f"delta must be in [{MIN_DELTA:g}, 1), not {delta}")
     require(math.isfinite(z) and z > 0, f"the noise multiplier must be > 0, not {z}")
-    single = dp_accounting.GaussianDpEvent(z) if kind == "gaussian" else dp_accounting.LaplaceDpEvent(z)
-    event = dp_accounting.SelfComposedDpEvent(single, n)
-    bounds = []
-    try:
-        rdp = dp_accounting.rdp.RdpAccountant()
-        rdp.compose(event)
-        bounds.append(float(rdp.get_epsilon(delta)))
-    except (OverflowError, ValueError, ZeroDivisionError):
-        pass
-    if kind == "laplace":
-        bounds.append(n / z)
-        bound = min(bounds)
-        interval = 1e-3 * min(1.0, bound)
-        if not pld or interval <= 0:
-            return bound
-        # PLD only where it is cheap and can be tighter: few compositions, a coarse enough grid per mechanism
-        # (each Laplace's loss lies in [-1/z, 1/z]) and a composed distribution of bounded size
-        points = min(n * 2.0 / z, 3.0 * bound + 20.0) / interval
-        if n <= LAPLACE_PLD_MAX_COMPOSITIONS and 2.0 / z / interval <= 1e4 and points <= PLD_MAX_POINTS:
-            bounds.append(pld_epsilon(event, delta, interval=interval))
-    elif pld:  # the Gaussian PLD composes in closed form: any n
-        interval = 1e-3 * min(1.0, max(min(bounds, default=1.0), 1e-9))
-        bounds.append(pld_epsilon(event, delta, loss_scale=z ** -2, interval=interval))
-    finite = [b for b in bounds if math.isfinite(b)]
-    return min(finite) if finite else math.inf
+    return accounting.epsilon(accounting.mechanism_event(kind, z, None, n), delta, "tightest", pld=pld)
 
 
 @dataclass(frozen=True)
@@ -356,37 +316,20 @@ def correct_noise_multiplier(kind: str, epsilon: float, delta: float, n: int) ->
     value ``n / epsilon`` with the quick bounds (RDP, pure DP), then below that answer with the PLD as well, to a
     relative precision of 1e-3.
     """
-    import dp_accounting
-
-    def eps_at(z: float) -> float:
-        return composed_epsilon(kind, z, n, delta)
+    def event(z: float):
+        return accounting.mechanism_event(kind, z, None, n)
 
     if kind == "gaussian":
-        z = float(dp_accounting.get_sigma_gaussian(epsilon, delta)) * math.sqrt(n)
-        acc = eps_at(z)
-        for _ in range(30):  # the PLD estimate is pessimistic: raise z by the slack until within the target
-            if acc <= epsilon:
-                return z, acc
-            z *= 1 + max(acc / epsilon - 1, 1e-6)
-            acc = eps_at(z)
-        raise PrivnluError(f"could not calibrate the Gaussian for epsilon {epsilon:g}, delta {delta:g}")
-    hi = _bisect(lambda z: composed_epsilon(kind, z, n, delta, pld=False), epsilon, 0.5 / epsilon, n / epsilon)
-    hi = _bisect(eps_at, epsilon, hi / 2, hi)  # the PLD is at most the quick bound: z lies below the quick answer
-    return hi, eps_at(hi)
-
-
-def _bisect(eps_at, epsilon: float, lo: float, hi: float) -> float:
-    """The smallest ``z`` in ``[lo, hi]`` (relative precision 1e-3) with ``eps_at(z) <= epsilon``, given that
-    ``eps_at(hi) <= epsilon`` and ``eps_at`` decreases in ``z``."""
-    if eps_at(lo) <= epsilon:
-        return lo
-    while hi / lo > 1 + 1e-3:
-        mid = math.sqrt(lo * hi)
-        if eps_at(mid) <= epsilon:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+        start = accounting.analytic_gaussian_sigma(epsilon, delta) * math.sqrt(n)
+        try:
+            z = accounting.noise_for(epsilon, delta, event, "tightest", start=start, min_raise=1e-6)
+        except PrivnluError:
+            raise PrivnluError(f"could not calibrate the Gaussian for epsilon {epsilon:g}, delta {delta:g}") from None
+        return z, composed_epsilon(kind, z, n, delta)
+    # the quick bounds first, then below that answer with the PLD as well (the PLD is at most the quick bound)
+    hi = accounting.noise_for(epsilon, delta, event, "tightest", pld=False, lo=0.5 / epsilon, hi=n / epsilon)
+    hi = accounting.noise_for(epsilon, delta, event, "tightest", lo=hi / 2, hi=hi)
+    return hi, composed_epsilon(kind, hi, n, delta)
 
 
 THEOREM4_READINGS = ("std", "variance")

@@ -112,7 +112,8 @@ def verify_dp_ie(cal: Any, *, where: str, least: int = 1) -> float | None:
 
 
 def recompute(kind: str, z: float, n: int, delta: float, where: str) -> float:
-    """:func:`~privnlu.mechanisms.dp.composed_epsilon`, or one line (naming ``where``) if it cannot be computed."""
+    """:func:`~privnlu.mechanisms.dp.composed_epsilon` (:mod:`privnlu.accounting`'s ``tightest`` accountant, as
+    calibration uses it), or one line (naming ``where``) if it cannot be computed."""
     try:
         return _recompute(kind, z, n, delta)
     except (OverflowError, ZeroDivisionError, ValueError, FloatingPointError, MemoryError, PrivnluError) as exc:

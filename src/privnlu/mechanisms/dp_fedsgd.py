@@ -1,15 +1,17 @@
 """Client-level DP accounting for DP-FedSGD: settings checks, epsilon spent, and the noise for a target.
 
 ``T`` rounds of the Gaussian mechanism with noise multiplier ``z`` compose to one Gaussian with multiplier
-``z / sqrt(T)``; the accountant is Google's ``dp-accounting`` (PLD). :mod:`.dp` wraps a strategy with it.
+``z / sqrt(T)``; the accountant is Google's ``dp-accounting`` (PLD, :mod:`privnlu.accounting`'s ``pld``). :mod:`.dp`
+wraps a strategy with it.
 """
 
 from __future__ import annotations
 
 import math
 
+from .. import accounting
 from ..errors import require
-from .dp import check_privacy_params, pld_epsilon
+from .dp import check_privacy_params
 
 
 def check_dp_settings(*, clipping_norm: float, noise_multiplier: float, delta: float) -> None:
@@ -22,12 +24,14 @@ def check_dp_settings(*, clipping_norm: float, noise_multiplier: float, delta: f
 
 def epsilon_spent(noise_multiplier: float, rounds: int, delta: float) -> float:
     """Client-level epsilon at ``delta`` after ``rounds`` Gaussian releases with multiplier ``z`` (dp-accounting PLD)."""
-    import dp_accounting
-
     if rounds == 0:
         return 0.0
-    event = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(noise_multiplier), rounds)
-    return pld_epsilon(event, delta, loss_scale=noise_multiplier ** -2)
+    return accounting.epsilon(rounds_event(noise_multiplier, rounds), delta, "pld")
+
+
+def rounds_event(noise_multiplier: float, rounds: int):
+    """The DP event of ``rounds`` Gaussian releases with multiplier ``z`` (every client in every round)."""
+    return accounting.gaussian_event(noise_multiplier, None, rounds)
 
 
 def noise_multiplier_for(epsilon: float, delta: float, rounds: int) -> float:
@@ -37,14 +41,9 @@ def noise_multiplier_for(epsilon: float, delta: float, rounds: int) -> float:
     ``z / sqrt(T)``, so ``z = sigma(epsilon, delta) sqrt(T)`` with the analytic Gaussian
     calibration (Balle & Wang 2018, ``dp_accounting.get_sigma_gaussian``).
     """
-    import dp_accounting
-
     check_privacy_params(epsilon, delta)
     require(rounds >= 1, f"rounds must be >= 1, not {rounds}")
-    z = float(dp_accounting.get_sigma_gaussian(epsilon, delta)) * math.sqrt(rounds)
-    for _ in range(30):  # the accountant's pessimistic estimate may sit a hair above the analytic value: raise z
-        spent = epsilon_spent(z, rounds, delta)
-        if spent <= epsilon:
-            break
-        z *= 1 + max(spent / epsilon - 1, 1e-9)
-    return z
+    start = accounting.analytic_gaussian_sigma(epsilon, delta) * math.sqrt(rounds)
+    # the accountant's pessimistic estimate may sit a hair above the analytic value: z is raised until within
+    return accounting.noise_for(epsilon, delta, lambda z: rounds_event(z, rounds), "pld", start=start,
+                                min_raise=1e-9)

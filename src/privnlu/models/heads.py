@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import torch
 from torch import nn
+
+from .bilstm import BiLSTMEncoder
+from .encoder import pool
 
 
 class MLPHead(nn.Module):
@@ -43,3 +47,24 @@ class AbsInput(nn.Module):
 
     def forward(self, x):
         return self.inner(x.abs())
+
+
+class Classifier(nn.Module):
+    """Provider model: an encoder body (HF transformer or BiLSTM) + dropout + a linear layer on ``h(x)``."""
+
+    def __init__(self, body: nn.Module, dim: int, num_outputs: int, *, pooling: str = "cls", dropout: float = 0.1) -> None:
+        super().__init__()
+        self.body = body
+        self.pooling = pooling
+        self.dropout = nn.Dropout(dropout)
+        self.out = nn.Linear(dim, num_outputs)
+
+    def forward(self, *, attention_mask: torch.Tensor, input_ids: torch.Tensor | None = None,
+                inputs_embeds: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        if isinstance(self.body, BiLSTMEncoder):
+            h = self.body(input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds)
+        else:
+            o = self.body(input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds,
+                          token_type_ids=token_type_ids)
+            h = pool(o, attention_mask, self.pooling)
+        return self.out(self.dropout(h))

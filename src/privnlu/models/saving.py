@@ -13,13 +13,13 @@
   whose text names :data:`LOADER`, so ``AutoModelForSequenceClassification`` and ``pipeline("text-classification")``
   refuse the folder with that name instead of attaching a randomly initialised classifier to the encoder;
 * ``privnlu.json``: how to apply the model (task and labels, encoder, pooling, max length, privacy scheme and how a
-  query is encoded), read by :mod:`privnlu.training.predict` and checked by :class:`PipelineFile`;
-* ``README.md``: the model card (:mod:`privnlu.training.card`).
+  query is encoded), read by :mod:`privnlu.model_folder.predict` and checked by :class:`PipelineFile`;
+* ``README.md``: the model card (:mod:`privnlu.model_folder.card`).
 
 The same writer (:func:`write_model_folder`) serves ``privnlu federated`` (``<out>/model/``, the global model),
 ``privnlu dchi finetune`` (one folder per run beside its results JSON) and ``privnlu dchi pretrain``
 (``OUT/encoder``, an encoder with a card and no ``privnlu.json``, saved at its root: it is a plain transformers
-encoder); :mod:`privnlu.training.export` builds each folder's ``privnlu.json`` and card. ``privnlu.json``'s
+encoder); :mod:`privnlu.model_folder.export` builds each folder's ``privnlu.json`` and card. ``privnlu.json``'s
 ``trained_by`` names the command.
 
 Key material never goes into this folder: the mask pool stays in ``<run>/key.pt`` (0600). ``privnlu.json`` holds
@@ -55,7 +55,7 @@ FORMAT = "privnlu-model"
 #: runs; 2: d_chi fine-tuning, which privatizes queries before the encoder)
 FORMAT_VERSION = 2
 HEAD_DIR = "head"
-#: how many random encodings of a query ``privnlu predict`` averages by default (privnlu.training.predict): where
+#: how many random encodings of a query ``privnlu predict`` averages by default (privnlu.model_folder.predict): where
 #: the head alone scores them (pool masks, DP noise), and where each runs an encoder (d_chi privatizations)
 QUERY_DRAWS = 256
 ENCODER_DRAWS = 8

@@ -1,7 +1,8 @@
 """The papers' reported numbers, as data with their source, and the paper / ours / difference cell.
 
 Each paper has one module here (``huang2020``, ``xie2021``, ``xie2022``, ``qu2021``, ...) that calls
-:func:`register` with :class:`PaperValue` records transcribed from ``../shared/papers/``. A value that exists
+:func:`register` with :class:`PaperValue` records transcribed from the papers
+(cited in :data:`CITATIONS`). A value that exists
 only in a figure is recorded with ``value=None`` and the claim the text makes (``claim``). Report sections and
 recipes look values up with :func:`lookup` and render them with :func:`compare` / :func:`compare_cells`.
 """
@@ -18,6 +19,14 @@ PAPERS = {
     "xie2022": "Xie & Hong 2022, DP instance encoding",
     "qu2021": "Qu et al. 2021, privacy-adaptive BERT",
     "petrov2024": "Petrov et al. 2024, DAGER (NeurIPS 2024)",
+}
+#: each paper cited by its authors, title, venue and year
+CITATIONS = {
+    "huang2020": "Huang, Song, Chen, Li & Arora, *TextHide: Tackling Data Privacy in Language Understanding Tasks*, Findings of EMNLP 2020",
+    "xie2021": "Xie & Hong, *Reconstruction Attack on Instance Encoding for Language Understanding*, EMNLP 2021",
+    "xie2022": "Xie & Hong, *Differentially Private Instance Encoding against Privacy Attacks*, NAACL 2022 Student Research Workshop",
+    "qu2021": "Qu, Kong, Yang, Zhang, Bendersky & Najork, *Privacy-Adaptive BERT for Natural Language Understanding*, arXiv preprint 2021",
+    "petrov2024": "Petrov, Dimitrov, Baader, Muller & Vechev, *DAGER: Exact Gradient Inversion for Large Language Models*, NeurIPS 2024",
 }
 # every module under this package that registers values; a module added later is listed here
 MODULES: list[str] = ["huang2020", "xie2022", "huang2020_gradient", "qu2021", "xie2021", "huang2020_search", "dp_sgd", "petrov2024"]

@@ -1,4 +1,4 @@
-"""Huang, Song, Chen, Li, Arora (2020), TextHide: reported numbers (``../shared/papers/huang2020-texthide.txt``).
+"""Huang, Song, Chen, Li, Arora (2020), TextHide: reported numbers (Findings of EMNLP 2020).
 
 * Table 1: GLUE dev, BERT-base fine-tuned jointly with the MLP head, mean of 5 runs (standard deviation in
   ``note``); (m, k) = (256, 4), and (16, 4) for RTE. Rows are the paper's task names, one row per metric where a

@@ -1,4 +1,4 @@
-"""Huang et al. (2020), TextHide: the attack tables (``../shared/papers/huang2020-texthide.txt``).
+"""Huang et al. (2020), TextHide: the attack tables (Findings of EMNLP 2020).
 
 * Table 3: representation-based similarity search (RSS), mean over 1,000 queries; rows are the metrics
   (``Identity``, ``JC``, ``TF-IDF``, ``Label``, ``SBERT``), columns ``Baseline``, ``Mix-only``, ``TextHide``,

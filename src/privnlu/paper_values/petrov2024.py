@@ -1,5 +1,5 @@
 """DAGER (Petrov, Dimitrov, Baader, Müller, Vechev; "DAGER: Exact Gradient Inversion for Large Language Models",
-NeurIPS 2024), the published anchor of privnlu's span-inversion attack (``privnlu.attacks.dager``).
+NeurIPS 2024), the published anchor of privnlu's span-inversion attack (``privnlu.attacks.gradient.dager``).
 
 Their setting: BERT-base (d = 768), SST-2, the honest-but-curious server holds one FedSGD gradient of a batch of
 B sentences; ROUGE-1 / ROUGE-2 of the recovered batch, in percent. These are DAGER's numbers for *their* model and

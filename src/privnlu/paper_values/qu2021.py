@@ -1,6 +1,6 @@
 """Qu et al. 2021, privacy-adaptive BERT: Tables 1-7 and the claims of Figures 3-4 and section 6.2.
 
-Transcribed from ../shared/papers/qu2021-privacy-adaptive-bert.txt. Accuracies are fractions as printed
+Transcribed from Qu et al. 2021, Privacy-Adaptive BERT for Natural Language Understanding (arXiv preprint). Accuracies are fractions as printed
 (0.9289); the paper's encoders are bert-base (768-d) and a BiLSTM on the same WordPiece embeddings.
 Rows are named "eta=50" ...; columns as the paper labels them.
 """
@@ -96,6 +96,10 @@ register(
 )
 
 
+#: the rows of Tables 4 and 5 of each fine-tuning mode (the tables report no sequence mode)
+TABLE_ROWS = {"null": "null", "token": "token", "text": "text"}
+
+
 def finetune(task: str, encoder: str, mode: str, eta: float | None) -> PaperValue | None:
     """Table 4 (sst2) / 5 (qqp; our MRPC runs stand in) cell for one of our runs; ``eta=None`` = null."""
     from . import lookup
@@ -104,8 +108,11 @@ def finetune(task: str, encoder: str, mode: str, eta: float | None) -> PaperValu
     enc = {"transformer": "BERT", "bilstm": "BiLSTM"}.get(encoder)
     if src is None or enc is None:
         return None
-    if eta is None or mode == "null":
-        return lookup(P, src, "null", f"{enc} null")
-    if mode not in ("token", "text") or float(eta) != int(eta):
+    row = TABLE_ROWS.get("null" if eta is None else mode)
+    if row is None:
         return None
-    return lookup(P, src, f"eta={int(eta)}", f"{enc} {mode}")
+    if eta is None or row == TABLE_ROWS["null"]:
+        return lookup(P, src, "null", f"{enc} null")
+    if float(eta) != int(eta):
+        return None
+    return lookup(P, src, f"eta={int(eta)}", f"{enc} {row}")

@@ -1,5 +1,5 @@
 """Xie & Hong (2021), reconstruction attack on TextHide: reported numbers
-(``../shared/papers/xie2021-reconstruction-attack.txt``).
+(Reconstruction Attack on Instance Encoding for Language Understanding, EMNLP 2021).
 
 * Table 1: attack success rate (%) by k at m = 1, rows ``CoLA`` / ``SST-2``, columns ``k=1`` ... ``k=6``
   (100 private examples x 50 encodings, BERT-base, d = 768). The paper does not say against which pool a

@@ -1,4 +1,4 @@
-"""Xie & Hong (2022), DP instance encoding: reported results (``../shared/papers/xie2022-dp-instance-encoding.txt``).
+"""Xie & Hong (2022), DP instance encoding: reported results (Differentially Private Instance Encoding against Privacy Attacks, NAACL 2022 SRW).
 
 Figures 1 and 2 are images in the paper; their values are not in the text. What is recorded is what Section 5
 says about them (``claim``), plus the one number the text gives (about 85 % attack success on TextHide (16, 4)),

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import html
+from functools import partial
 
-from ..attacks.leakage import METRICS
+from ..attacks.representation.leakage import METRICS
 from ..schemas import display_name
-from .markup import Markup, heading, join, para
-from .registry import Context, md_table, section, table
+from .content import Content, Figure, Heading, Para, Table, either, html_only, note
+from .markup import Markup
+from .registry import section
 
 TITLES = {
     "search": "similarity search (TextHide section 4.4, Table 3)",
@@ -15,8 +16,9 @@ TITLES = {
 }
 
 
-def _attacks(records: list[dict], names: set[str]) -> list[dict]:
-    return [r for r in records if r.get("kind") == "attack" and r.get("attack") in names and r.get("mode") != "payload"]
+def _attack(*names: str):
+    """A section's record filter: attack results of one of ``names`` (a user's own file: its own section)."""
+    return lambda r: r.get("attack") in names and r.get("mode") != "payload"
 
 
 def _paper_rows(r: dict) -> tuple[str, list[str], list[list[object]]] | None:
@@ -38,12 +40,14 @@ def _paper_rows(r: dict) -> tuple[str, list[str], list[list[object]]] | None:
     return src, ["metric"] + [f"{c} {w}" for c in conds for w in ("paper", "ours", "diff")], rows
 
 
-def _paper_block(r: dict) -> Markup:
+def _paper_block(r: dict) -> Content:
+    """TextHide Table 3 / 8 beside ours (nothing where the paper has no such table)."""
     paper = _paper_rows(r)
     if paper is None:
-        return Markup("")
+        return []
     src, head, rows = paper
-    return join(para(f"Paper: Huang et al. 2020, {src} (x100).", cls="note"), table(head, rows))
+    return [either(note(f"Paper: Huang et al. 2020, {src} (x100)."), Para(f"Paper: Huang et al. 2020, {src} (x100).")),
+            Table(head, rows)]
 
 
 EXAMPLE_HEAD = ["query #", "query", "label", "condition", "retrieved", "label", "exact"]
@@ -62,67 +66,49 @@ def _examples_note(r: dict) -> str:
             f"retrieved its own sentence where none of those did.")
 
 
-def _examples_block(r: dict) -> Markup:
+def _examples_block(r: dict) -> Content:
     rows = _example_rows(r)
-    return join(para(_examples_note(r), cls="note"), table(EXAMPLE_HEAD, rows)) if rows else Markup("")
+    return [either(note(_examples_note(r)), Para(_examples_note(r))), Table(EXAMPLE_HEAD, rows)] if rows else []
 
 
 def _leakage_rows(r: dict) -> list[list[object]]:
     return [[name, c["m"], c["k"], *[c["metrics"].get(m) for m in METRICS]] for name, c in r["conditions"].items()]
 
 
-def _leakage_markdown(records: list[dict]) -> str | None:
-    """The leakage tables, the paper's beside them, and the example queries, as Markdown (``report --markdown``)."""
-    parts = []
-    for r in _attacks(records, set(TITLES)):
-        tm = r["threat_model"]
-        parts.append(f"**{r['task']}: {TITLES[r['attack']]}** (threat model {tm['name']}; {r['n_queries']} queries, "
-                     f"corpus {r.get('corpus')}, {r.get('corpus_size')} sentences)\n\n"
-                     + md_table(["condition", "m", "k", *METRICS], _leakage_rows(r)))
-        paper = _paper_rows(r)
-        if paper is not None:
-            parts.append(f"Paper: Huang et al. 2020, {paper[0]} (x100).\n\n" + md_table(paper[1], paper[2]))
-        examples = _example_rows(r)
-        if examples:
-            parts.append(_examples_note(r) + "\n\n" + md_table(EXAMPLE_HEAD, examples))
-    return "\n\n".join(parts) or None
+LEAKAGE_NOTE = ("Each row attacks one condition; metrics are means over the queries (x100): exact match (identity), "
+                "word Jaccard, TF-IDF cosine, same label and SBERT cosine between the retrieved and the true sentence. "
+                "The attacker gets only what the stated threat model grants.")
 
 
-@section("attack_leakage", "Attacks: leakage of privatized representations", order=40, markdown=_leakage_markdown)
-def attack_leakage(records: list[dict], ctx: Context) -> Markup | None:
-    runs = _attacks(records, set(TITLES))
-    if not runs:
-        return None
-    out = para("Each row attacks one condition; metrics are means over the queries (x100): exact match (identity), word "
-               "Jaccard, TF-IDF cosine, same label and SBERT cosine between the retrieved and the true sentence. "
-               "The attacker gets only what the stated threat model grants.")
+@section("attack_leakage", "Attacks: leakage of privatized representations", order=40, kinds=("attack",),
+         where=_attack(*TITLES))
+def attack_leakage(runs: list[dict]) -> Content:
+    """The leakage tables, the paper's beside them, and the example queries."""
+    out: list = [html_only(Para(LEAKAGE_NOTE))]
     for r in runs:
-        rows = _leakage_rows(r)
         tm = r["threat_model"]
-        note = Markup("threat model <b>{}</b>: grants {}; {} queries, corpus {} ({} sentences).").format(
-            tm["name"], ", ".join(tm["grants"]), r["n_queries"], str(r.get("corpus")), r.get("corpus_size"))
-        out += join(heading(3, f"{r['task']}: {TITLES[r['attack']]}"), para(note, cls="note"),
-                    table(["condition", "m", "k", *METRICS], rows), _paper_block(r), _examples_block(r))
+        out += [either([Heading(3, f"{r['task']}: {TITLES[r['attack']]}"),
+                        note(Markup("threat model <b>{}</b>: grants {}; {} queries, corpus {} ({} sentences).").format(
+                            tm["name"], ", ".join(tm["grants"]), r["n_queries"], str(r.get("corpus")),
+                            r.get("corpus_size")))],
+                       Para(f"**{r['task']}: {TITLES[r['attack']]}** (threat model {tm['name']}; {r['n_queries']} "
+                            f"queries, corpus {r.get('corpus')}, {r.get('corpus_size')} sentences)")),
+                Table(["condition", "m", "k", *METRICS], _leakage_rows(r)), _paper_block(r), _examples_block(r)]
     return out
 
 
-def _examples_markdown(records: list[dict]) -> str | None:
+@section("attack_examples", "Attacks: example queries and answers (TextHide Table 4)", order=40, kinds=("attack",),
+         where=_attack("search-examples"))
+def attack_examples(runs: list[dict]) -> Content:
     """Example queries kept on their own (``huang2020-table4``: a search run's queries and answers)."""
-    parts = [f"**{r['task']}** ({r['n_queries']} queries of the search in {r.get('from')}, corpus {r.get('corpus')}, "
-             f"{r.get('corpus_size')} sentences). {_examples_note(r)}\n\n" + md_table(EXAMPLE_HEAD, _example_rows(r))
-             for r in _attacks(records, {"search-examples"})]
-    return "\n\n".join(parts) or None
-
-
-@section("attack_examples", "Attacks: example queries and answers (TextHide Table 4)", order=40,
-         markdown=_examples_markdown)
-def attack_examples(records: list[dict], ctx: Context) -> Markup | None:
-    runs = _attacks(records, {"search-examples"})
-    return join(*(join(heading(3, r["task"]), _examples_block(r)) for r in runs)) or None
+    return [(either(Heading(3, r["task"]),
+                    Para(f"**{r['task']}** ({r['n_queries']} queries of the search in {r.get('from')}, corpus "
+                         f"{r.get('corpus')}, {r.get('corpus_size')} sentences). {_examples_note(r)}")),
+             either(_examples_block(r), Table(EXAMPLE_HEAD, _example_rows(r)))) for r in runs]
 
 
 REC_INTRO = Markup(
-    "<p>Methods: <b>paper-greedy</b> is the paper's clustering rule (grow each cluster by the encoding with the "
+    "Methods: <b>paper-greedy</b> is the paper's clustering rule (grow each cluster by the encoding with the "
     "largest mean similarity to its members, then audit) on the paper's pair network, a vanilla MLP on the stacked "
     "pair trained with Adam at lr 0.01 (widths, epochs and the seeding are ours); <b>threshold</b>, <b>clique</b> "
     "and <b>nmf</b> are privnlu's own clusterings on privnlu's factorised pair network. All methods then use "
@@ -133,7 +119,7 @@ REC_INTRO = Markup(
     "Table 1 does not say which pool it judges against; it is compared here with <b>lenient</b>, the most generous "
     "of the three (strict and sentence are shown beside it). <b>purity</b>: the share of a group's members that "
     "contain the original the group stands for; <b>cos</b>: the mean cosine between a recovered vector's absolute "
-    "values and its original's.</p>")
+    "values and its original's.")
 
 
 METHOD_ORDER = ("paper-greedy", "threshold", "clique", "nmf")
@@ -143,10 +129,10 @@ def _method_key(m: str) -> tuple[int, str]:
     return (METHOD_ORDER.index(m) if m in METHOD_ORDER else len(METHOD_ORDER), m)
 
 
-def _plain_reconstructions(records: list[dict]) -> list[dict]:
+def _plain_reconstruction(r: dict) -> bool:
     from .dp_attack_sections import is_dp_release
 
-    return [r for r in _attacks(records, {"reconstruct"}) if not is_dp_release(r)]  # DP releases: Figure 2's section
+    return _attack("reconstruct")(r) and not is_dp_release(r)  # DP releases: Figure 2's section
 
 
 def _pct(v: float | None) -> str:
@@ -174,8 +160,8 @@ def _mk(c: dict) -> str:
     return f"({c['m']}, {c['k']})"
 
 
-def _reconstruction_md(records: list[dict]) -> str | None:
-    """Markdown form: per task, lenient success by condition and method beside the paper's Table 1 (one compact
+def _reconstruction_docs(runs: list[dict]) -> Content:
+    """The docs' form: per task, lenient success by condition and method beside the paper's Table 1 (one compact
     table), then every metric; releases of several experiment seeds are averaged (mean ± sample sd, each seed
     listed)."""
     import statistics
@@ -183,10 +169,7 @@ def _reconstruction_md(records: list[dict]) -> str | None:
     from .. import paper_values as pv
     from ..paper_values.xie2021 import TASK_ROWS, table1_column
 
-    runs = _plain_reconstructions(records)
-    if not runs:
-        return None
-    parts = [html_to_text(REC_INTRO)]
+    parts: list = []
     groups: dict[tuple, list[dict]] = {}
     for r in runs:
         dis = next((v.get("n_distractors") for c in r["conditions"].values() for v in c["methods"].values()
@@ -227,11 +210,10 @@ def _reconstruction_md(records: list[dict]) -> str | None:
             if has_paper else []
         for m in methods:
             pivot.append([m, *[_spread([_lenient(v) for v in cells[mk].get(m, [])], each=False) for mk in order]])
+        parts.append(Para(head))
         if len(order) > 1:  # one condition: the table of every metric says it all
-            parts.append(head + "\n\nLenient success, % of the originals:\n\n"
-                         + md_table(["method \\ (m, k)", *[_mk(conds[mk]) for mk in order]], pivot))
-        else:
-            parts.append(head)
+            parts += [Para("Lenient success, % of the originals:"),
+                      Table(["method \\ (m, k)", *[_mk(conds[mk]) for mk in order]], pivot)]
         rows = []
         for mk in order:
             for m in methods:
@@ -246,8 +228,8 @@ def _reconstruction_md(records: list[dict]) -> str | None:
                              _spread([v.get("purity") for v in vs], 2, each=False),
                              _spread([v.get("cosine_to_truth") for v in vs], 2, each=False)])
         head = ["(m, k)", "method", "paper (Table 1)", "lenient %", "diff", "strict %", "sentence %", "purity", "cos"]
-        parts.append("Every metric:\n\n" + md_table([h for h in head if has_paper or h not in ("paper (Table 1)", "diff")],
-                                                      rows))
+        parts += [Para("Every metric:"),
+                  Table([h for h in head if has_paper or h not in ("paper (Table 1)", "diff")], rows)]
         for mk in order:
             for net, accs in sorted(nets.get(mk, {}).items(), reverse=True):
                 held = [100 * a["heldout"] for a in accs]
@@ -258,36 +240,29 @@ def _reconstruction_md(records: list[dict]) -> str | None:
                                   _spread([100 * a["release"]["balanced_accuracy"] for a in accs])])
     if figure1:
         claim = next((v.claim for v in pv.values("xie2021", "Figure 1") if v.claim), "")
-        parts.append("The paper's Table 1 has m = 1 only; for m > 1 (its Figure 1, an image without values) its text "
-                     f"claims: {claim}.")
+        parts.append(Para("The paper's Table 1 has m = 1 only; for m > 1 (its Figure 1, an image without values) its "
+                          f"text claims: {claim}."))
     if pair_rows:
-        parts.append("**Pair networks: accuracy on pairs \"share an original?\"** Held out: a fresh release the "
-                     "attacker simulates itself (balanced, as its training pairs); real release: balanced accuracy on "
-                     "the attacked release (auditor side). Paper: Xie & Hong 2021, section 4.2 (its evaluation pairs "
-                     "are not described).\n\n"
-                     + md_table(["task", "(m, k)", "network", "paper %", "held-out %", "diff", "real release %"],
-                                pair_rows))
-    return "\n\n".join(parts)
-
-
-def html_to_text(fragment: str) -> str:
-    """An HTML note as Markdown text: <b> as bold, other tags dropped."""
-    import re
-
-    text = re.sub(r"</?b>", "**", fragment)
-    return html.unescape(re.sub(r"<[^>]+>", "", text)).strip()
+        parts += [Para("**Pair networks: accuracy on pairs \"share an original?\"** Held out: a fresh release the "
+                       "attacker simulates itself (balanced, as its training pairs); real release: balanced accuracy "
+                       "on the attacked release (auditor side). Paper: Xie & Hong 2021, section 4.2 (its evaluation "
+                       "pairs are not described)."),
+                  Table(["task", "(m, k)", "network", "paper %", "held-out %", "diff", "real release %"], pair_rows)]
+    return parts
 
 
 @section("attack_reconstruction", "Attacks: reconstruction of TextHide encodings (Xie & Hong 2021)", order=41,
-         markdown=_reconstruction_md)
-def attack_reconstruction(records: list[dict], ctx: Context) -> Markup | None:
+         kinds=("attack",), where=_plain_reconstruction)
+def attack_reconstruction(runs: list[dict]) -> Content:
+    return [Para(REC_INTRO), either(_reconstruction_page(runs), _reconstruction_docs(runs))]
+
+
+def _reconstruction_page(runs: list[dict]) -> Content:
+    """The page's form: per release, every condition and method, and the pair networks' accuracy."""
     from .. import paper_values as pv
     from ..paper_values.xie2021 import TASK_ROWS, table1_column
 
-    runs = _plain_reconstructions(records)
-    if not runs:
-        return None
-    out = REC_INTRO
+    out: list = []
     pair_rows = []
     for r in runs:
         methods = sorted({m for c in r["conditions"].values() for m in c["methods"]})
@@ -309,18 +284,18 @@ def attack_reconstruction(records: list[dict], ctx: Context) -> Markup | None:
         dis = next((v.get("n_distractors") for c in r["conditions"].values() for v in c["methods"].values() if v.get("n_distractors")), None)
         graph = next((c.get("graph_neighbours") for c in r["conditions"].values() if c.get("graph_neighbours")), None)
         first = r["conditions"][next(iter(r["conditions"]))].get("graph_neighbours")
-        out += join(heading(3, f"{r['task']}: {r['n_queries']} private examples x {r.get('epochs')} encodings each"
-                               + (f" (k-NN graph, {first} neighbours)" if graph else "")),
-                    para(f"strict pool: originals + {dis} distractors; sentence corpus: {r.get('corpus')} "
-                         f"({r.get('corpus_size')} sentences); seed {r.get('experiment_seed')}.", cls="note"),
-                    table(["condition", "m", "k", "encodings", "method", "paper (Table 1)", "lenient %", "diff", "strict %",
-                           "sentence %", "purity", "cos"], rows))
+        out += [Heading(3, f"{r['task']}: {r['n_queries']} private examples x {r.get('epochs')} encodings each"
+                           + (f" (k-NN graph, {first} neighbours)" if graph else "")),
+                note(f"strict pool: originals + {dis} distractors; sentence corpus: {r.get('corpus')} "
+                     f"({r.get('corpus_size')} sentences); seed {r.get('experiment_seed')}."),
+                Table(["condition", "m", "k", "encodings", "method", "paper (Table 1)", "lenient %", "diff", "strict %",
+                       "sentence %", "purity", "cos"], rows)]
     if pair_rows:
-        out += join(heading(3, 'Pair networks: accuracy on pairs "share an original?"'),
-                    para("held out: a fresh release the attacker simulates itself (balanced, as its training pairs); real "
-                         "release: balanced accuracy on the attacked release (auditor side). Paper: Xie & Hong 2021, "
-                         "section 4.2 (its evaluation pairs are not described).", cls="note"),
-                    table(["task", "condition", "network", "paper %", "held-out %", "diff", "real release %"], pair_rows))
+        out += [Heading(3, 'Pair networks: accuracy on pairs "share an original?"'),
+                note("held out: a fresh release the attacker simulates itself (balanced, as its training pairs); real "
+                     "release: balanced accuracy on the attacked release (auditor side). Paper: Xie & Hong 2021, "
+                     "section 4.2 (its evaluation pairs are not described)."),
+                Table(["task", "condition", "network", "paper %", "held-out %", "diff", "real release %"], pair_rows)]
     return out
 
 
@@ -329,7 +304,7 @@ PM_SCORERS = {"mlp": "the paper's vanilla MLP", "factorised": "privnlu's factori
 PM_RULES = {"paper-greedy": "paper-greedy (Table 1's rule)", "fair-greedy": "fair-greedy (duplicate control)"}
 
 
-def _paper_method_blocks(records: list[dict]) -> list[tuple[str, list[str], list[list[object]]]] | None:
+def _paper_method_blocks(runs: list[dict]) -> list[tuple[str, list[str], list[list[object]]]]:
     """The paper's method run fairly (``reconstruct-paper-method`` records): per task, lenient success of each
     clustering rule on each pair scorer beside the paper's Table 1 (mean ± sample sd over seeds, each seed
     listed), originals found, and each pair network's accuracy on balanced held-out pairs and on the release."""
@@ -338,9 +313,6 @@ def _paper_method_blocks(records: list[dict]) -> list[tuple[str, list[str], list
     from .. import paper_values as pv
     from ..paper_values.xie2021 import TASK_ROWS, table1_column
 
-    runs = [r for r in records if r.get("kind") == "attack" and r.get("attack") == "reconstruct-paper-method"]
-    if not runs:
-        return None
     parts = []
     by_task: dict[tuple, list[dict]] = {}
     for r in runs:
@@ -408,20 +380,11 @@ def _paper_method_blocks(records: list[dict]) -> list[tuple[str, list[str], list
     return parts
 
 
-def _paper_method_md(records: list[dict]) -> str | None:
-    blocks = _paper_method_blocks(records)
-    if blocks is None:
-        return None
-    return "\n\n".join(f"{text}\n\n{md_table(head, rows)}" for text, head, rows in blocks)
-
-
 @section("attack_reconstruction_paper_method", "Attacks: Xie & Hong 2021's own method, run fairly", order=41,
-         markdown=_paper_method_md)
-def attack_reconstruction_paper_method(records: list[dict], ctx: Context) -> Markup | None:
-    blocks = _paper_method_blocks(records)
-    if blocks is None:
-        return None
-    return join(*[join(para(text.replace("**", "")), table(head, rows)) for text, head, rows in blocks])
+         kinds=("attack",), where=_attack("reconstruct-paper-method"))
+def attack_reconstruction_paper_method(runs: list[dict]) -> Content:
+    return [(either(Para(text.replace("**", "")), Para(text)), Table(head, rows))
+            for text, head, rows in _paper_method_blocks(runs)]
 
 
 def _scale_setting(r: dict) -> str:
@@ -441,8 +404,7 @@ SCALE_NOTE = ("Success against the number of private examples n (50 encodings ea
 
 
 def _scale_runs(records: list[dict]) -> list[dict]:
-    return sorted((r for r in records if r.get("kind") == "attack" and r.get("attack") == "reconstruct-scale"),
-                  key=lambda r: (r.get("task", ""), r["n_private"]))
+    return sorted(records, key=lambda r: (r.get("task", ""), r["n_private"]))
 
 
 def _scale_release(r: dict) -> str:
@@ -462,11 +424,8 @@ def _scale_where(runs: list[dict]) -> str:
     return "; ".join(out) + "."
 
 
-def _scale_markdown(records: list[dict]) -> str | None:
-    """Markdown form: where a setting has several releases, their mean ± sample sd first; then every release."""
-    runs = _scale_runs(records)
-    if not runs:
-        return None
+def _scale_docs(runs: list[dict]) -> Content:
+    """The docs' form: where a setting has several releases, their mean ± sample sd first; then every release."""
     groups: dict[tuple, list[tuple[dict, str, dict]]] = {}
     rows = []
     for r in runs:
@@ -477,7 +436,7 @@ def _scale_markdown(records: list[dict]) -> str | None:
                          "" if claimed is None else _pct(claimed), f"{r['attack_total_seconds']:.0f}",
                          r.get("threads", 1), r["peak_rss_gib"]])
             groups.setdefault((r.get("task"), r["n_private"], _scale_setting(r), m), []).append((r, m, s))
-    parts = [SCALE_NOTE + " " + _scale_where(runs)]
+    parts: list = [Para(SCALE_NOTE + " " + _scale_where(runs))]
     if any(len(g) > 1 for g in groups.values()):
         summary = []
         for (task, n, setting, m), g in groups.items():
@@ -486,21 +445,38 @@ def _scale_markdown(records: list[dict]) -> str | None:
                             *[_spread([s.get(f"success_{w}") for _, _, s in g], each=False)
                               for w in ("lenient", "strict", "sentence")],
                             "" if None in claimed else _spread(claimed, each=False)])
-        parts.append("Over releases (mean ± sample sd where a setting has several; each release in the table below):\n\n"
-                     + md_table(["task", "n", "setting", "method", "releases", "lenient %", "strict %", "sentence %",
-                                 "claimed %"], summary))
-        parts.append("Every release:")
-    parts.append(md_table(["task", "n", "encodings", "setting", "release", "method", "lenient %", "strict %",
-                           "sentence %", "claimed %", "seconds", "threads", "peak GiB"], rows))
-    return "\n\n".join(parts)
+        parts += [Para("Over releases (mean ± sample sd where a setting has several; each release in the table below):"),
+                  Table(["task", "n", "setting", "method", "releases", "lenient %", "strict %", "sentence %",
+                         "claimed %"], summary),
+                  Para("Every release:")]
+    return [*parts, Table(SCALE_HEAD, rows)]
+
+
+SCALE_HEAD = ["task", "n", "encodings", "setting", "release", "method", "lenient %", "strict %", "sentence %",
+              "claimed %", "seconds", "threads", "peak GiB"]
+
+
+def _scale_plot(curves: dict[tuple[str, str, str], dict[int, list[float]]]):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for (task, setting, m), by_n in sorted(curves.items()):
+        ns = sorted(by_n)
+        mean = [sum(by_n[n]) / len(by_n[n]) for n in ns]
+        lo = [mu - min(by_n[n]) for n, mu in zip(ns, mean)]
+        hi = [max(by_n[n]) - mu for n, mu in zip(ns, mean)]
+        ax.errorbar(ns, mean, yerr=[lo, hi], fmt="-o", capsize=3, label=f"{task} {m}, {setting}")
+    ax.set_xscale("log")
+    ax.set_xlabel("private examples n (x 50 encodings)")
+    ax.set_ylabel("lenient success %")
+    ax.legend(fontsize=6)
+    return fig
 
 
 @section("attack_reconstruction_scaling", "Attacks: reconstruction at the size of a real release", order=42,
-         markdown=_scale_markdown)
-def attack_reconstruction_scaling(records: list[dict], ctx: Context) -> Markup | None:
+         kinds=("attack",), where=_attack("reconstruct-scale"))
+def attack_reconstruction_scaling(records: list[dict]) -> Content:
     runs = _scale_runs(records)
-    if not runs:
-        return None
     rows = []
     curves: dict[tuple[str, str, str], dict[int, list[float]]] = {}
     for r in runs:
@@ -513,38 +489,15 @@ def attack_reconstruction_scaling(records: list[dict], ctx: Context) -> Markup |
             if s.get("success_lenient") is not None:
                 curves.setdefault((r.get("task", ""), setting, m), {}).setdefault(r["n_private"], []).append(
                     s["success_lenient"])
-    out = join(para(f"{SCALE_NOTE} {_scale_where(runs)} The curve is lenient success, the mean over releases where a "
-                    "setting has several (bars: minimum to maximum)."),
-               table(["task", "n", "encodings", "setting", "release", "method", "lenient %", "strict %", "sentence %",
-                    "claimed %", "seconds", "threads", "peak GiB"], rows))
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(6, 3.6))
-        for (task, setting, m), by_n in sorted(curves.items()):
-            ns = sorted(by_n)
-            mean = [sum(by_n[n]) / len(by_n[n]) for n in ns]
-            lo = [mu - min(by_n[n]) for n, mu in zip(ns, mean)]
-            hi = [max(by_n[n]) - mu for n, mu in zip(ns, mean)]
-            ax.errorbar(ns, mean, yerr=[lo, hi], fmt="-o", capsize=3, label=f"{task} {m}, {setting}")
-        ax.set_xscale("log")
-        ax.set_xlabel("private examples n (x 50 encodings)")
-        ax.set_ylabel("lenient success %")
-        ax.legend(fontsize=6)
-        out += ctx.figure(fig, "reconstruction_scaling", "success vs n")
-    except ImportError:
-        pass
-    return out
+    page = [Para(f"{SCALE_NOTE} {_scale_where(runs)} The curve is lenient success, the mean over releases where a "
+                 "setting has several (bars: minimum to maximum)."),
+            Table(SCALE_HEAD, rows), Figure(partial(_scale_plot, curves), "reconstruction_scaling", "success vs n")]
+    return either(page, _scale_docs(runs))
 
 
-@section("attack_payload", "Attacks on a user's own encoding file", order=43)
-def attack_payload(records: list[dict], ctx: Context) -> Markup | None:
-    runs = [r for r in records if r.get("kind") == "attack" and r.get("mode") == "payload"]
-    if not runs:
-        return None
+@section("attack_payload", "Attacks on a user's own encoding file", order=43, kinds=("attack",),
+         where=lambda r: r.get("mode") == "payload")
+def attack_payload(runs: list[dict]) -> Content:
     rows = []
     for r in runs:
         meta = r.get("payload_meta", {})
@@ -553,7 +506,7 @@ def attack_payload(records: list[dict], ctx: Context) -> Markup | None:
         else:
             for m, v in r.get("methods", {}).items():
                 rows.append([display_name(r["payload"]), f"reconstruct ({m})", meta.get("m"), meta.get("k"), r["n_encodings"], v["groups"], v["mean_cosine"]])
-    return join(para("No key is read, so there is no success rate: the mean cosine between each answer (an encoding, "
-                     "or a recovered original) and its nearest candidate sentence's representation. High values mean "
-                     "the encodings map back to specific sentences; the per-item answers are in the results JSON."),
-                table(["file", "attack", "m", "k", "encodings", "recovered originals", "mean cosine"], rows))
+    return [Para("No key is read, so there is no success rate: the mean cosine between each answer (an encoding, or a "
+                 "recovered original) and its nearest candidate sentence's representation. High values mean the "
+                 "encodings map back to specific sentences; the per-item answers are in the results JSON."),
+            Table(["file", "attack", "m", "k", "encodings", "recovered originals", "mean cosine"], rows)]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import partial
 
 from ..audit.frontier import (NO_USEFUL_UTILITY, Point, at_chance, pareto_front, recommend, refuted, short_guarantee,
                               useful)
 from ..schemes import canonical, get, names
-from .markup import Markup, bullets, heading, join, para
-from .registry import Context, md_table, section, table
+from .content import Bullets, Content, Figure, Heading, Para, Table, either, html_only, note
+from .markup import Markup, join
+from .registry import section
 
 HEAD = ["scheme", "setting", "utility (95 % CI)", "leakage: advantage over chance, % (95 % CI)", "worst threat",
         "empirical epsilon", "formal guarantee", "s"]
@@ -24,11 +26,10 @@ def scheme_of(r: dict) -> str:
 
 
 def audits(records: list[dict]) -> dict[tuple[str, str], list[dict]]:
-    """Audit points grouped by (task, mode), in scheme order."""
+    """Audit points (records of kind "audit") grouped by (task, mode), in scheme order."""
     out: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for r in records:
-        if r.get("kind") == "audit":
-            out[(r["task"], r.get("mode", "frozen"))].append(r)
+        out[(r["task"], r.get("mode", "frozen"))].append(r)
     order = {s: i for i, s in enumerate(names())}
 
     def key(r: dict) -> tuple:
@@ -214,11 +215,7 @@ def frontier_axes(recs: list[dict]):
     return fig
 
 
-def frontier_figure(recs: list[dict], ctx: Context, name: str) -> Markup:
-    return ctx.figure(frontier_axes(recs), name, f"utility against leakage (advantage over chance) on {recs[0]['task']}")
-
-
-def examples(recs: list[dict]) -> Markup:
+def examples(recs: list[dict]) -> Content:
     """For each scheme, its highest-utility setting's examples: private sentence, what was released, what was recovered."""
     best: dict[str, dict] = {}
     for r in recs:
@@ -232,37 +229,42 @@ def examples(recs: list[dict]) -> Markup:
         r = best[s]
         rows_ = [[e["private"], e["released"], e["recovered"], "yes" if e["recovered"].strip() == e["private"].strip() else "no"]
                  for e in r["examples"]]
-        parts.append(join(heading(4, get(s).title + (f", {r['setting']}" if r.get("setting") else "")),
-                          table(["private sentence", "what the attacker gets", "what the attacker names", "exact"], rows_,
-                                cls="text")))
-    return join(*parts)
+        parts += [Heading(4, get(s).title + (f", {r['setting']}" if r.get("setting") else "")),
+                  Table(["private sentence", "what the attacker gets", "what the attacker names", "exact"], rows_,
+                        cls="text")]
+    return parts
 
 
-@section("audit", "Privacy-utility audit: which privatization, at what cost", order=0,
-         markdown=lambda recs: audit_markdown(recs))
-def render_audit(records: list[dict], ctx: Context) -> Markup | None:
+@section("audit", "Privacy-utility audit: which privatization, at what cost", order=0, kinds=("audit",))
+def audit_section(records: list[dict]) -> Content:
+    """Per (task, mode): red flags and the bottom line first, the frontier, every point and threat, the notes."""
     groups = audits(records)
-    if not groups:
-        return None
-    parts = []
-    for i, ((task, mode), recs) in enumerate(sorted(groups.items())):
-        _, _, _, advice = analysis(recs)
+    parts: list = []
+    for (task, mode), recs in sorted(groups.items()):
+        _, front, _, advice = analysis(recs)
         flags, rest = red_flags_first(advice)
-        parts.append(join(
-            heading(3, f"{task} ({mode})") if len(groups) > 1 else None,
-            *[para(f, cls="red-flag") for f in flags],
-            para(Markup("<strong>"), rest[0], Markup("</strong>"), cls="bottom-line"),
-            para(summary(recs)),
-            frontier_figure(recs, ctx, f"audit_frontier_{task}_{mode}"),
-            heading(4, "Recommendation (computed from the points above)"), bullets(rest[1:]),
-            heading(4, "Every point"), table(HEAD, rows(recs), cls="text"),
-            heading(4, "Every threat against its own chance line"), table(DETAIL_HEAD, detail_rows(recs), cls="text"),
-            para(attacks_note(recs), cls="note"),
-            para("Formal guarantees: " + " ".join(f"[{i}] {t}" for i, t in enumerate(guarantee_notes(recs), 1)),
-                 cls="note"),
-            para(NOTE, cls="note"),
-            heading(4, "What the attacker recovers"), examples(recs)))
-    return join(*parts)
+        notes = guarantee_notes(recs)
+        parts += [
+            html_only(Heading(3, f"{task} ({mode})") if len(groups) > 1 else None),
+            *[either(Para(f, cls="red-flag"), Para(f"**{f}**")) for f in flags],
+            either(Para(join(Markup("<strong>"), rest[0], Markup("</strong>")), cls="bottom-line"),
+                   Para(f"**{task} ({mode})**: {rest[0]}")),
+            Para(summary(recs)),
+            html_only(Figure(partial(frontier_axes, recs), f"audit_frontier_{task}_{mode}",
+                             f"utility against leakage (advantage over chance) on {recs[0]['task']}"),
+                      Heading(4, "Recommendation (computed from the points above)"), Bullets(rest[1:]),
+                      Heading(4, "Every point")),
+            Table(HEAD, rows(recs), cls="text"),
+            html_only(Heading(4, "Every threat against its own chance line")),
+            Table(DETAIL_HEAD, detail_rows(recs), cls="text"),
+            note(attacks_note(recs)),
+            either(note("Formal guarantees: " + " ".join(f"[{i}] {t}" for i, t in enumerate(notes, 1))),
+                   [Para("\n".join(f"[{i}] {t}" for i, t in enumerate(notes, 1))),
+                    Para(f"Pareto front (points with useful utility): {'; '.join(p.label for p in front) or 'none'}."),
+                    Bullets(rest[1:])]),
+            note(NOTE),
+            html_only(Heading(4, "What the attacker recovers"), examples(recs))]
+    return parts
 
 
 #: what the table's columns mean
@@ -277,20 +279,3 @@ NOTE = ("Utility: the 95 % interval over the dev examples (Clopper-Pearson for a
         "formal epsilon below it. Formal guarantees: DP instance encoding is accounted per example over the whole "
         "training release with dp-accounting; d_chi's eta bounds the output distributions by exp(eta d) with d the "
         "embedding distance, it is not an (epsilon, delta) guarantee.")
-
-
-def audit_markdown(records: list[dict]) -> str | None:
-    groups = audits(records)
-    if not groups:
-        return None
-    parts = []
-    for (task, mode), recs in sorted(groups.items()):
-        _, front, _, advice = analysis(recs)
-        flags, rest = red_flags_first(advice)
-        parts.append("".join(f"**{f}**\n\n" for f in flags) + f"**{task} ({mode})**: {rest[0]}\n\n{summary(recs)}\n\n"
-                     + md_table(HEAD, rows(recs)) + "\n\n" + md_table(DETAIL_HEAD, detail_rows(recs)) + "\n\n"
-                     + attacks_note(recs) + "\n\n"
-                     + "".join(f"[{i}] {t}\n" for i, t in enumerate(guarantee_notes(recs), 1)) + "\n"
-                     + f"Pareto front (points with useful utility): {'; '.join(p.label for p in front) or 'none'}.\n\n"
-                     + "\n".join(f"- {a}" for a in rest[1:]) + f"\n\n{NOTE}")
-    return "\n\n".join(parts)

@@ -6,14 +6,14 @@ from minute to minute on a shared machine); the machine it ran on, and its load,
 
 from __future__ import annotations
 
-from .markup import Markup, para
-from .registry import Context, md_table, section, table
+from .content import Content, Para, Table, html_only
+from .registry import section
 
 HEAD = ["benchmark", "ratio", "value", "reference", "machine"]
 
 
 def _recs(records: list[dict]) -> list[dict]:
-    return sorted((r for r in records if r.get("kind") == "benchmark"), key=lambda r: r["benchmark"])
+    return sorted(records, key=lambda r: r["benchmark"])
 
 
 def _machine(m: dict) -> str:
@@ -32,17 +32,10 @@ def _rows(recs: list[dict]) -> list[list[object]]:
     return rows
 
 
-def benchmarks_md(records: list[dict]) -> str | None:
-    recs = _recs(records)
-    return md_table(HEAD, _rows(recs)) if recs else None
-
-
 @section("benchmarks", "Benchmarks: ratios against a reference measured in the same run", order=900,
-         markdown=benchmarks_md)
-def benchmarks(records: list[dict], ctx: Context) -> Markup | None:
+         kinds=("benchmark",))
+def benchmarks(records: list[dict]) -> Content:
     """Every ratio of every benchmark record, with the machine it ran on."""
-    recs = _recs(records)
-    if not recs:
-        return None
-    return table(HEAD, _rows(recs)) + para("Each ratio divides by the reference measured in the same run; "
-                                           "the seconds behind it are in the record's details.")
+    return [Table(HEAD, _rows(_recs(records))),
+            html_only(Para("Each ratio divides by the reference measured in the same run; the seconds behind it are "
+                           "in the record's details."))]

@@ -16,7 +16,9 @@ from ..io import record_files, umask_mode, write_text_atomic
 from ..schemas import check_record
 from . import markup
 from .dp_claims import check_dp_claims
-from .registry import SECTIONS, Context, TextOnly, html_markdown, plural
+from .markup import Markup
+from .registry import SECTIONS, Context, plural
+from .render import to_html, to_markdown
 
 #: one module per feature area; each registers its sections when imported (see :mod:`.registry`)
 SECTION_MODULES = ("audit_sections", "texthide_sections", "attack_sections", "dp_sections", "dp_attack_sections",
@@ -122,20 +124,32 @@ def _fails(render, rec: dict) -> bool:
     return False
 
 
+def _markdown(sec, records: list[dict]) -> str | None:
+    content = sec.content(records)
+    return (to_markdown(content) or None) if content else None
+
+
+def _html(sec, records: list[dict], ctx: Context) -> Markup | None:
+    content = sec.content(records)
+    return (to_html(content, ctx) or None) if content else None
+
+
+def section_markdown(name: str, records: list[dict]) -> str | None:
+    """One registered section's Markdown for ``records`` (None: it has nothing to show)."""
+    load_sections()
+    return _markdown(SECTIONS[name], records)
+
+
+def section_html(name: str, records: list[dict], ctx: Context) -> Markup | None:
+    """One registered section's HTML fragment for ``records``, its figures saved with ``ctx``."""
+    load_sections()
+    return _html(SECTIONS[name], records, ctx)
+
+
 def markdown_report(paths: list[str | Path]) -> str:
-    """Every section as Markdown text (for the documentation pages, :mod:`.docs`): its own Markdown form, else
-    its HTML's tables and text (figures left out)."""
-    import tempfile
-
-    records = load_results(paths)
-
-    def render(sec, recs):
-        if sec.markdown:
-            return sec.markdown(recs)
-        body = sec.render(recs, TextOnly(Path(tempfile.gettempdir())))
-        return html_markdown(body) if body else None
-
-    bodies, _ = _render_all(records, render)
+    """Every section as Markdown text (for the documentation pages, :mod:`.docs`): the same content as the page,
+    figures left out."""
+    bodies, _ = _render_all(load_results(paths), _markdown)
     return "\n".join(f"### {sec.title}\n\n{body}\n" for sec, body in bodies)
 
 
@@ -157,13 +171,13 @@ def build_report(paths: list[str | Path], out_dir: str | Path, *, title: str = "
         def render(sec, recs):
             with tempfile.TemporaryDirectory(dir=stage) as scratch:  # figures of a failed attempt are dropped
                 ctx = Context(Path(scratch))
-                body = sec.render(recs, ctx)
+                body = _html(sec, recs, ctx)
                 for f in ctx.figures:
                     os.replace(Path(scratch) / f, stage / f)
                 return body
 
         bodies, used = _render_all(records, render)
-        # a section's body is markup only if a template made it (Markup); any plain string is escaped as text
+        # a section's body is made by the renderer's templates; text from records in it is escaped
         page = markup.page(title=title, summary=run_summary(used), version=__version__,
                            records=plural(len(used), "result record"),
                            stamp=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

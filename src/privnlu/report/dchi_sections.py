@@ -9,12 +9,14 @@ the two tables do not give equal privacy, and the sections say so beside the pap
 from __future__ import annotations
 
 import functools
+from functools import partial
 
 from ..paper_values import compare_cells, lookup
 from ..paper_values.qu2021 import ETAS as PAPER_ETAS
 from ..paper_values.qu2021 import TABLE1, TABLE2_TOP
-from .markup import Markup, join, para
-from .registry import Context, md_table, section, table
+from .content import Content, Figure, Para, Table, either, html_only, markdown_only
+from .markup import Markup
+from .registry import section
 
 #: the paper's token-embedding dimension (bert-base)
 PAPER_DIM = 768
@@ -26,14 +28,14 @@ def _dchi(records: list[dict], analysis: str) -> list[dict]:
     return [r for r in records if r.get("kind") == "dchi" and r.get("analysis") == analysis]
 
 
+def _analysis(analysis: str):
+    """A section's record filter: the d_chi records of one analysis."""
+    return lambda r: r.get("analysis") == analysis
+
+
 def _e(eta: float | None) -> str:
     """An eta as it is written (50, 65.55), not as a 2-decimal float."""
     return "" if eta is None else f"{float(eta):g}"
-
-
-def _md(headers: list[str], rows: list[list[object]]) -> str:
-    """A Markdown table whose cells may hold '|' (norms): :func:`.registry.md_table` escapes them."""
-    return md_table(headers, rows)
 
 
 # -- Table 3 -----------------------------------------------------------------------------------------------------------
@@ -48,37 +50,28 @@ def _paper_table3(task: str, eta: float):
     return lookup("qu2021", "Table 3", pname, f"eta={eta:g}") if pname else None
 
 
-@section("dchi_inversion", "d_chi: token inversion accuracy against eta (paper Table 3)", order=40,
-         markdown=lambda recs: _inversion_md(recs))
-def dchi_inversion(records: list[dict], ctx: Context) -> Markup | None:
-    recs = _dchi(records, "inversion")
-    if not recs:
-        return None
+def _inversion_plot(recs: list[dict]):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5, 3.2))
-    rows = []
     for r in recs:
         etas = [x["eta"] for x in r["rows"]]
         ax.plot(etas, [x["accuracy"] for x in r["rows"]], "o-", label=f"{r['task']} ({r['dim']}-d, ours)")
         paper = [(x["eta"], x["paper"]) for x in r["rows"] if x.get("paper") is not None]
         if paper:
             ax.plot(*zip(*paper), "x--", label=f"{r['task']} (paper, bert-base 768-d)")
-        rows += [[r["task"], r["dim"], _e(x["eta"]), *compare_cells(x["accuracy"], _paper_table3(r["task"], x["eta"]),
-                                                                    digits=4)] for x in r["rows"]]
     ax.set_xlabel("eta")
     ax.set_ylabel("inversion accuracy")
     ax.legend(fontsize=7)
     ax.set_title("nearest-neighbour inversion of M_rep")
-    return join(ctx.figure(fig, "dchi_inversion", "inversion accuracy against eta"), para(INVERSION_NOTE),
-                table(["task", "dim", "eta", "paper", "ours", "ours - paper"], rows))
+    return fig
 
 
-def _inversion_md(records: list[dict]) -> str | None:
+def _inversion_docs(recs: list[dict]) -> Content:
+    """The docs' form: a row per eta, the paper's value, ours and the difference per task (SST first)."""
     order = {"SST": 0, "QQP": 1}
-    recs = sorted(_dchi(records, "inversion"), key=lambda r: (order.get(PAPER_TASK.get(r["task"], ""), 2), r["task"]))
-    if not recs:
-        return None
+    recs = sorted(recs, key=lambda r: (order.get(PAPER_TASK.get(r["task"], ""), 2), r["task"]))
+    sizes = ", ".join(f"{r['task']} {r['tokens']:,} dev tokens" for r in recs if r.get("tokens"))
     etas = sorted({x["eta"] for r in recs for x in r["rows"]})
     headers, cols = ["eta"], []
     for r in recs:
@@ -87,44 +80,24 @@ def _inversion_md(records: list[dict]) -> str | None:
         cols.append({x["eta"]: x["accuracy"] for x in r["rows"]})
     rows = [[_e(eta)] + [c for r, acc in zip(recs, cols)
                          for c in compare_cells(acc.get(eta), _paper_table3(r["task"], eta), digits=4)] for eta in etas]
-    sizes = ", ".join(f"{r['task']} {r['tokens']:,} dev tokens" for r in recs if r.get("tokens"))
-    return f"{INVERSION_NOTE} Tokens attacked: {sizes}.\n\n" + _md(headers, rows)
+    return [Para(f"{INVERSION_NOTE} Tokens attacked: {sizes}."), Table(headers, rows)]
+
+
+@section("dchi_inversion", "d_chi: token inversion accuracy against eta (paper Table 3)", order=40, kinds=("dchi",),
+         where=_analysis("inversion"))
+def dchi_inversion(recs: list[dict]) -> Content:
+    rows = [[r["task"], r["dim"], _e(x["eta"]), *compare_cells(x["accuracy"], _paper_table3(r["task"], x["eta"]),
+                                                               digits=4)] for r in recs for x in r["rows"]]
+    return either([Figure(partial(_inversion_plot, recs), "dchi_inversion", "inversion accuracy against eta"),
+                   Para(INVERSION_NOTE), Table(["task", "dim", "eta", "paper", "ours", "ours - paper"], rows)],
+                  _inversion_docs(recs))
 
 
 # -- Figure 3 ----------------------------------------------------------------------------------------------------------
 
-def _geometry_md(records: list[dict]) -> str | None:
-    recs = _dchi(records, "geometry")
-    if not recs:
-        return None
-    r = recs[-1]
-    noise = r["noise"]
-    nn1 = r["knn"].get("1")
-    claim = lookup("qu2021", "Figure 3", "geometry", "claim")
-    rows = [["mean ‖N‖, ours (Monte Carlo)", *[f"{x['mean_norm']:.2f}" for x in noise]],
-            [f"n / eta, n = {r['dim']} (MiniLM)", *[f"{x['n_over_eta']:.2f}" for x in noise]],
-            [f"n / eta, n = {PAPER_DIM} (the paper's bert-base)", *[f"{PAPER_DIM / x['eta']:.2f}" for x in noise]]]
-    if nn1:
-        rows.append(["ours: mean ‖N‖ / mean nearest-neighbour distance",
-                     *[f"{x['mean_norm'] / nn1:.2f}" for x in noise]])
-    knn = [["mean distance, ours", *[f"{v:.3f}" for v in r["knn"].values()]]]
-    return (f"Noise: the mean norm of the d_chi noise against n / eta. Table: the mean distance from a regular token "
-            f"of MiniLM's {r['dim']}-d table to its k-th nearest regular token, over "
-            f"{'all' if r['knn_rows'] == 'all' else r['knn_rows']} regular tokens (the last k is the farthest token). "
-            f"The paper's Figure 3 is a plot of bert-base; its text: \"{claim.claim if claim else ''}\".\n\n"
-            + _md(["eta", *[_e(x["eta"]) for x in noise]], rows) + "\n\n"
-            + _md(["k", *r["knn"].keys()], knn))
-
-
-@section("dchi_geometry", "d_chi: noise norm and embedding-table geometry (paper Figure 3)", order=41,
-         markdown=_geometry_md)
-def dchi_geometry(records: list[dict], ctx: Context) -> Markup | None:
-    recs = _dchi(records, "geometry")
-    if not recs:
-        return None
+def _geometry_plot(r: dict):
     import matplotlib.pyplot as plt
 
-    r = recs[-1]
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
     noise = r["noise"]
     axes[0].plot([x["n_over_eta"] for x in noise], [x["mean_norm"] for x in noise], "o", label="mean ||N|| (Monte Carlo)")
@@ -142,13 +115,35 @@ def dchi_geometry(records: list[dict], ctx: Context) -> Markup | None:
     axes[1].set_xlabel("k")
     axes[1].set_ylabel("distance")
     axes[1].set_title("k-NN distances vs noise norm (dotted)", fontsize=8)
-    noise_t = table(["eta", "mean ||N||", "n / eta", f"n / eta, bert-base (n = {PAPER_DIM})"],
-                    [[_e(x["eta"]), x["mean_norm"], x["n_over_eta"], PAPER_DIM / x["eta"]] for x in noise])
-    knn = table(["k", "mean k-th NN distance"], [[k, v] for k, v in r["knn"].items()])
+    return fig
+
+
+@section("dchi_geometry", "d_chi: noise norm and embedding-table geometry (paper Figure 3)", order=41,
+         kinds=("dchi",), where=_analysis("geometry"))
+def dchi_geometry(recs: list[dict]) -> Content:
+    r = recs[-1]
+    noise = r["noise"]
     claim = lookup("qu2021", "Figure 3", "geometry", "claim")
-    return join(para(f"{r['dim']}-d table, k-NN over {r['knn_rows']} regular tokens (k = |V|-1 is the farthest token). "
-                     f"Paper (Figure 3, bert-base): {claim.claim if claim else ''}."),
-                ctx.figure(fig, "dchi_geometry", "noise norm against n/eta; k-NN distances"), noise_t, knn)
+    page = [Para(f"{r['dim']}-d table, k-NN over {r['knn_rows']} regular tokens (k = |V|-1 is the farthest token). "
+                 f"Paper (Figure 3, bert-base): {claim.claim if claim else ''}."),
+            Figure(partial(_geometry_plot, r), "dchi_geometry", "noise norm against n/eta; k-NN distances"),
+            Table(["eta", "mean ||N||", "n / eta", f"n / eta, bert-base (n = {PAPER_DIM})"],
+                  [[_e(x["eta"]), x["mean_norm"], x["n_over_eta"], PAPER_DIM / x["eta"]] for x in noise]),
+            Table(["k", "mean k-th NN distance"], [[k, v] for k, v in r["knn"].items()])]
+    nn1 = r["knn"].get("1")
+    rows = [["mean ‖N‖, ours (Monte Carlo)", *[f"{x['mean_norm']:.2f}" for x in noise]],
+            [f"n / eta, n = {r['dim']} (MiniLM)", *[f"{x['n_over_eta']:.2f}" for x in noise]],
+            [f"n / eta, n = {PAPER_DIM} (the paper's bert-base)", *[f"{PAPER_DIM / x['eta']:.2f}" for x in noise]]]
+    if nn1:
+        rows.append(["ours: mean ‖N‖ / mean nearest-neighbour distance",
+                     *[f"{x['mean_norm'] / nn1:.2f}" for x in noise]])
+    docs = [Para(f"Noise: the mean norm of the d_chi noise against n / eta. Table: the mean distance from a regular "
+                 f"token of MiniLM's {r['dim']}-d table to its k-th nearest regular token, over "
+                 f"{'all' if r['knn_rows'] == 'all' else r['knn_rows']} regular tokens (the last k is the farthest "
+                 f"token). The paper's Figure 3 is a plot of bert-base; its text: \"{claim.claim if claim else ''}\"."),
+            Table(["eta", *[_e(x["eta"]) for x in noise]], rows),
+            Table(["k", *r["knn"].keys()], [["mean distance, ours", *[f"{v:.3f}" for v in r["knn"].values()]]])]
+    return either(page, docs)
 
 
 # -- Tables 1-2 --------------------------------------------------------------------------------------------------------
@@ -182,30 +177,24 @@ def _table2_note(r: dict) -> str:
             "bert-base), and its top outputs without counts.")
 
 
-def _examples_md(records: list[dict]) -> str | None:
-    recs = sorted(_dchi(records, "examples"), key=lambda r: -r["top_eta"])
-    if not recs:
-        return None
-    out, shown = [], []
+@section("dchi_examples", "d_chi: privatized examples (paper Tables 1-2)", order=42, kinds=("dchi",),
+         where=_analysis("examples"))
+def dchi_examples(recs: list[dict]) -> Content:
+    page = [(Para(Markup("Sentence: <i>{}</i>. One M_txt draw per eta (Table 1):").format(r["sentence"])),
+             Table(TABLE1_HEADERS, _table1_rows(r)), Para(_table2_note(r)), Table(TABLE2_HEADERS, _table2_rows(r)))
+            for r in recs]
+    docs: list = []
+    shown: list = []
+    recs = sorted(recs, key=lambda r: -r["top_eta"])
     for r in recs:
         if r["privatized"] not in shown:  # one Table 1 per distinct set of draws (same seed: the same draws)
             shown.append(r["privatized"])
-            out.append(f"Sentence: *{r['sentence']}*. One M_txt draw per eta (Table 1), seed {r.get('seed')}:\n\n"
-                       + _md(TABLE1_HEADERS, _table1_rows(r)))
+            docs += [Para(f"Sentence: *{r['sentence']}*. One M_txt draw per eta (Table 1), seed {r.get('seed')}:"),
+                     Table(TABLE1_HEADERS, _table1_rows(r))]
     for r in recs:
-        out.append(_table2_note(r) + " Our five most frequent outputs are listed.\n\n"
-                   + _md(TABLE2_HEADERS, _table2_rows(r, top=5)))
-    return "\n\n".join(out)
-
-
-@section("dchi_examples", "d_chi: privatized examples (paper Tables 1-2)", order=42, markdown=_examples_md)
-def dchi_examples(records: list[dict], ctx: Context) -> Markup | None:
-    recs = _dchi(records, "examples")
-    if not recs:
-        return None
-    return join(*(join(para(Markup("Sentence: <i>{}</i>. One M_txt draw per eta (Table 1):").format(r["sentence"])),
-                       table(TABLE1_HEADERS, _table1_rows(r)), para(_table2_note(r)),
-                       table(TABLE2_HEADERS, _table2_rows(r))) for r in recs))
+        docs += [Para(_table2_note(r) + " Our five most frequent outputs are listed."),
+                 Table(TABLE2_HEADERS, _table2_rows(r, top=5))]
+    return either(page, docs)
 
 
 # -- Figure 4 ----------------------------------------------------------------------------------------------------------
@@ -220,7 +209,7 @@ WORST_NOTE = ("The paper's worst-case reading (section 5.3): the largest N_w and
               "MiniLM eta scale differs from bert-base's (Table 3).")
 
 
-def _deniability_tables(recs: list[dict], ctx: Context) -> tuple[list[list[object]], list[list[object]]]:
+def _deniability_tables(recs: list[dict]) -> tuple[list[list[object]], list[list[object]]]:
     import numpy as np
 
     from ..mechanisms.dchi_stats import worst_case
@@ -241,28 +230,12 @@ def _deniability_tables(recs: list[dict], ctx: Context) -> tuple[list[list[objec
             cn[0] = f"<= {pn.value:.0f}"
         if ps is not None and ps.value is not None:
             cs[0] = f">= {ps.value:.0f}"
-        worst.append([_e(r["eta"]), *cn, _tok(ctx, w["argmax_n_w"]), f"{w['n_w_above_500']:,}", *cs,
-                      _tok(ctx, w["argmin_s_w"]), f"{w['s_w_below_500']:,}"])
+        worst.append([_e(r["eta"]), *cn, _tok(w["argmax_n_w"]), f"{w['n_w_above_500']:,}", *cs,
+                      _tok(w["argmin_s_w"]), f"{w['s_w_below_500']:,}"])
     return rows, worst
 
 
-def _deniability_md(records: list[dict]) -> str | None:
-    recs = sorted(_dchi(records, "deniability"), key=lambda r: r["eta"])
-    if not recs:
-        return None
-    rows, worst = _deniability_tables(recs, None)  # type: ignore[arg-type]
-    return ("N_w: how often a token comes back unchanged; S_w: its number of distinct outputs; over every regular "
-            "token of MiniLM's vocabulary (exact search; 'certified by one product' is the share of (token, draw) "
-            "pairs settled by the first step of the search). Quartiles are 25th/50th/75th percentiles over tokens.\n\n"
-            + _md(DENIABILITY_HEADERS, rows) + "\n\n" + WORST_NOTE + "\n\n" + _md(WORST_HEADERS, worst))
-
-
-@section("dchi_deniability", "d_chi: plausible deniability N_w and S_w (paper Figure 4)", order=43,
-         markdown=_deniability_md)
-def dchi_deniability(records: list[dict], ctx: Context) -> Markup | None:
-    recs = sorted(_dchi(records, "deniability"), key=lambda r: r["eta"])
-    if not recs:
-        return None
+def _deniability_plot(recs: list[dict]):
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -285,9 +258,21 @@ def dchi_deniability(records: list[dict], ctx: Context) -> Markup | None:
     fig.tight_layout()
     axes[0].legend(fontsize=7)
     axes[2].legend(fontsize=7)
-    rows, worst = _deniability_tables(recs, ctx)
-    return join(ctx.figure(fig, "dchi_deniability", "N_w and S_w over the vocabulary"), table(DENIABILITY_HEADERS, rows),
-                para(WORST_NOTE), table(WORST_HEADERS, worst))
+    return fig
+
+
+@section("dchi_deniability", "d_chi: plausible deniability N_w and S_w (paper Figure 4)", order=43, kinds=("dchi",),
+         where=_analysis("deniability"))
+def dchi_deniability(recs: list[dict]) -> Content:
+    recs = sorted(recs, key=lambda r: r["eta"])
+    rows, worst = _deniability_tables(recs)
+    return [html_only(Figure(partial(_deniability_plot, recs), "dchi_deniability", "N_w and S_w over the vocabulary")),
+            markdown_only(Para(
+                "N_w: how often a token comes back unchanged; S_w: its number of distinct outputs; over every regular "
+                "token of MiniLM's vocabulary (exact search; 'certified by one product' is the share of (token, draw) "
+                "pairs settled by the first step of the search). Quartiles are 25th/50th/75th percentiles over "
+                "tokens.")),
+            Table(DENIABILITY_HEADERS, rows), Para(WORST_NOTE), Table(WORST_HEADERS, worst)]
 
 
 @functools.lru_cache(maxsize=1)
@@ -299,7 +284,7 @@ def _tokenizer():
     return AutoTokenizer.from_pretrained(str(default_model_path()))
 
 
-def _tok(ctx: Context | None, token_id: int) -> str:
+def _tok(token_id: int) -> str:
     """A vocabulary id as its token (packaged tokenizer; the deniability runs use its table), else the id."""
     try:
         return str(_tokenizer().convert_ids_to_tokens(int(token_id)))
@@ -323,23 +308,21 @@ def _paper_eta_for(target: float, task: str) -> str:
 
 
 def _calibration_rows(records: list[dict]) -> list[list[object]]:
+    """One row per calibration record."""
     return [[f"{r['target_accuracy']:.4f}", _paper_eta_for(r["target_accuracy"], r.get("tokens_from") or "sst2"),
              f"{r['eta']:.2f}", f"{r['accuracy_at_eta']:.4f}",
              f"{r['tokens']:,}" + (f" ({r['tokens_from']})" if r.get("tokens_from") else ""), r["dim"]]
-            for r in _dchi(records, "calibration")]
+            for r in records]
 
 
 CALIBRATION_NOTE = ("The eta at which nearest-neighbour inversion of MiniLM's M_rep recovers the target share of "
                     "dataset tokens (bisection over eta with common random numbers).")
 
 
-@section("dchi_calibration", "d_chi: calibrated eta for this model", order=44,
-         markdown=lambda recs: (CALIBRATION_NOTE + "\n\n" + _md(CALIBRATION_HEADERS, _calibration_rows(recs)))
-         if _dchi(recs, "calibration") else None)
-def dchi_calibration(records: list[dict], ctx: Context) -> Markup | None:
-    if not _dchi(records, "calibration"):
-        return None
-    return join(para(CALIBRATION_NOTE), table(CALIBRATION_HEADERS, _calibration_rows(records)))
+@section("dchi_calibration", "d_chi: calibrated eta for this model", order=44, kinds=("dchi",),
+         where=_analysis("calibration"))
+def dchi_calibration(recs: list[dict]) -> Content:
+    return [Para(CALIBRATION_NOTE), Table(CALIBRATION_HEADERS, _calibration_rows(recs))]
 
 
 # -- section 6.2: sequence-representation privatization (beyond the paper's tables) ----------------------------------
@@ -406,13 +389,7 @@ def _sequence_tables(records: list[dict]) -> list[tuple[str, list[list[object]]]
     return out
 
 
-def _sequence_md(records: list[dict]) -> str | None:
-    parts = _sequence_tables(records)
-    return "\n\n".join(note + "\n\n" + _md(SEQ_HEADERS, rows) for note, rows in parts) if parts else None
-
-
 @section("dchi_sequence_rep", "d_chi: sequence-representation privatization (paper section 6.2)", order=44,
-         markdown=_sequence_md)
-def dchi_sequence_rep(records: list[dict], ctx: Context) -> Markup | None:
-    parts = _sequence_tables(records)
-    return join(*(join(para(note), table(SEQ_HEADERS, rows)) for note, rows in parts)) if parts else None
+         kinds=("dchi", "dchi_finetune"))
+def dchi_sequence_rep(records: list[dict]) -> Content | None:
+    return [(Para(note), Table(SEQ_HEADERS, rows)) for note, rows in _sequence_tables(records)] or None

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 
 from ..stats import paired_t_test
-from .markup import Markup, join, para
-from .registry import Context, md_table, section, table
+from .content import Content, Figure, Para, Table, either
+from .registry import section
 
 
 def _finetune(records: list[dict]) -> list[dict]:
@@ -59,23 +60,7 @@ def _compact_rows(recs: list[dict]) -> list[list[object]]:
     return rows
 
 
-def _finetune_md(records: list[dict]) -> str | None:
-    recs = _finetune(records)
-    if not recs:
-        return None
-    return ("Dev accuracy (%) of every run, one row per setting, seeds in increasing order (seed 0 first); a task "
-            "scored by another metric (MRPC: F1) has that score in its records too. A 'tag' names the pretrained "
-            "encoder a run starts from (blank: the starting encoder, the packaged MiniLM unless the run's settings "
-            "name another).\n\n"
-            + md_table(FT_MD_HEADERS, _compact_rows(recs)))
-
-
-@section("dchi_finetune", "d_chi: utility against eta under privacy-constrained fine-tuning (paper Tables 4-5)",
-         order=44, markdown=_finetune_md)
-def dchi_finetune(records: list[dict], ctx: Context) -> Markup | None:
-    recs = _finetune(records)
-    if not recs:
-        return None
+def _finetune_plot(recs: list[dict]):
     import matplotlib.pyplot as plt
 
     tasks = sorted({r["task"] for r in recs})
@@ -99,10 +84,22 @@ def dchi_finetune(records: list[dict], ctx: Context) -> Markup | None:
         ax.set_ylabel("dev score")
         ax.set_title(task)
         ax.legend(fontsize=6)
-    return join(ctx.figure(fig, "dchi_finetune", "dev score against eta per mode and encoder"),
-                para("Train and dev inputs privatized once by the user; the provider never updates the user side. "
-                     "Points are means over the runs (seeds) of one setting; the table lists every run."),
-                table(FT_HEADERS, _rows(recs)))
+    return fig
+
+
+@section("dchi_finetune", "d_chi: utility against eta under privacy-constrained fine-tuning (paper Tables 4-5)",
+         order=44, kinds=("dchi_finetune",))
+def dchi_finetune(recs: list[dict]) -> Content:
+    """The page: a curve per mode and encoder and every run; the docs: one row per setting, every seed."""
+    return either([Figure(partial(_finetune_plot, recs), "dchi_finetune", "dev score against eta per mode and encoder"),
+                   Para("Train and dev inputs privatized once by the user; the provider never updates the user side. "
+                        "Points are means over the runs (seeds) of one setting; the table lists every run."),
+                   Table(FT_HEADERS, _rows(recs))],
+                  [Para("Dev accuracy (%) of every run, one row per setting, seeds in increasing order (seed 0 "
+                        "first); a task scored by another metric (MRPC: F1) has that score in its records too. A "
+                        "'tag' names the pretrained encoder a run starts from (blank: the starting encoder, the "
+                        "packaged MiniLM unless the run's settings name another)."),
+                   Table(FT_MD_HEADERS, _compact_rows(recs))])
 
 
 def _pretrain(records: list[dict]) -> list[dict]:
@@ -143,17 +140,10 @@ PT_NOTE = ("Masked-token accuracy (predicting the original token) on held-out co
            "steps for a batch other than 16.")
 
 
-def _pretrain_md(records: list[dict]) -> str | None:
-    recs = _pretrain(records)
-    return (PT_NOTE + "\n\n" + md_table(PT_HEADERS, _pretrain_rows(recs))) if recs else None
-
-
-@section("dchi_pretrain", "d_chi: privacy-adaptive MLM pretraining (paper Tables 6-7)", order=45, markdown=_pretrain_md)
-def dchi_pretrain(records: list[dict], ctx: Context) -> Markup | None:
-    recs = _pretrain(records)
-    if not recs:
-        return None
-    return join(para(PT_NOTE), table(PT_HEADERS, _pretrain_rows(recs)))
+@section("dchi_pretrain", "d_chi: privacy-adaptive MLM pretraining (paper Tables 6-7)", order=45,
+         kinds=("dchi_pretrain",))
+def dchi_pretrain(recs: list[dict]) -> Content:
+    return [Para(PT_NOTE), Table(PT_HEADERS, _pretrain_rows(recs))]
 
 
 # -- Tables 4-5 as the paper prints them: accuracy per (eta, encoder, mode), seeds paired, paper beside ours ------
@@ -193,16 +183,11 @@ def _table45_rows(records: list[dict]) -> list[list[object]]:
             for r in table45(_finetune(records)) if not r["tag"]]
 
 
-def _table45_md(records: list[dict]) -> str | None:
-    rows = _table45_rows(records)
-    return (T45_NOTE + "\n\n" + md_table(T45_HEADERS, rows)) if rows else None
-
-
 @section("dchi_table45", "d_chi: privacy-constrained fine-tuning beside the paper (Tables 4-5)", order=44,
-         markdown=_table45_md)
-def dchi_table45(records: list[dict], ctx: Context) -> Markup | None:
+         kinds=("dchi_finetune",))
+def dchi_table45(records: list[dict]) -> Content | None:
     rows = _table45_rows(records)
-    return join(para(T45_NOTE), table(T45_HEADERS, rows)) if rows else None
+    return [Para(T45_NOTE), Table(T45_HEADERS, rows)] if rows else None
 
 
 #: ``pt-<objective>[-b<batch>]-<steps>``, the objective optionally led by the pretraining input
@@ -306,23 +291,7 @@ def _rebuilt_rows(records: list[dict]) -> list[list[object]]:
     return rows
 
 
-def _pretrain_gain_md(records: list[dict]) -> str | None:
-    pairs = _pretrain_gains(records)
-    if not pairs:
-        return None
-    rebuilt = _rebuilt_rows(records)
-    return (GAIN_NOTE + "\n\n" + md_table(GAIN_HEADERS, _gain_rows(pairs))
-            + ("\n\n" + REBUILT_NOTE + "\n\n" + md_table(REBUILT_HEADERS, rebuilt) if rebuilt else ""))
-
-
-@section("dchi_pretrain_gain", "d_chi: fine-tuning gain against pretraining steps (paper Tables 6-7)", order=46,
-         markdown=_pretrain_gain_md)
-def dchi_pretrain_gain(records: list[dict], ctx: Context) -> Markup | None:
-    """Fine-tuning runs tagged ``pt-<objective>-<steps>`` against the untagged (original encoder) run of the same
-    task, mode, eta and seed: the paired gain, by pretraining steps."""
-    pairs = _pretrain_gains(records)
-    if not pairs:
-        return None
+def _gain_plot(pairs: dict[tuple, list[tuple[float, float]]]):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.2, 3.2))
@@ -337,10 +306,21 @@ def dchi_pretrain_gain(records: list[dict], ctx: Context) -> Markup | None:
     ax.set_xlabel("privacy-adaptive pretraining steps")
     ax.set_ylabel("accuracy gain over the original encoder")
     ax.legend(fontsize=6)
+    return fig
+
+
+@section("dchi_pretrain_gain", "d_chi: fine-tuning gain against pretraining steps (paper Tables 6-7)", order=46,
+         kinds=("dchi_finetune", "dchi_pretrain"))
+def dchi_pretrain_gain(records: list[dict]) -> Content | None:
+    """Fine-tuning runs tagged ``pt-<objective>-<steps>`` against the untagged (original encoder) run of the same
+    task, mode, eta and seed: the paired gain, by pretraining steps."""
+    pairs = _pretrain_gains(records)
+    if not pairs:
+        return None
     rebuilt = _rebuilt_rows(records)
-    return join(ctx.figure(fig, "dchi_pretrain_gain", "paired fine-tuning gain against pretraining steps"),
-                para(GAIN_NOTE), table(GAIN_HEADERS, _gain_rows(pairs)),
-                *((para(REBUILT_NOTE), table(REBUILT_HEADERS, rebuilt)) if rebuilt else ()))
+    return [Figure(partial(_gain_plot, pairs), "dchi_pretrain_gain", "paired fine-tuning gain against pretraining steps"),
+            Para(GAIN_NOTE), Table(GAIN_HEADERS, _gain_rows(pairs)),
+            (Para(REBUILT_NOTE), Table(REBUILT_HEADERS, rebuilt)) if rebuilt else None]
 
 
 def table45(records: list[dict]) -> list[dict]:

@@ -7,7 +7,7 @@ A page holds blocks that name the records they render:
     <!-- end of generated table -->
 
 :func:`regenerate` replaces each block's body with what ``privnlu report PATHS --markdown`` prints now (paths
-relative to ``root``), so a page never states a number its records do not hold; ``tests/test_docs.py`` fails when a
+relative to ``root``), so a page never states a number its records do not hold; ``tests/repository/test_docs.py`` fails when a
 committed page differs from its records, and ``scripts/update_docs.py`` rewrites the pages.
 """
 

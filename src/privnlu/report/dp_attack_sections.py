@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..paper_values import compare_cells, lookup, values
-from .markup import Markup, heading, join, para
-from .registry import Context, md_table, section, table
+from .content import Content, Heading, Para, Table, either, html_only, markdown_only
+from .registry import section
 
 
 def is_dp_release(r: dict) -> bool:
@@ -51,7 +51,7 @@ def _figure2(records: list[dict]):
     accounted, noise, pair accuracy held out, pair accuracy on the release, noise groups found)}})."""
     refs: dict[str, list[tuple[str, dict]]] = defaultdict(list)
     grid: dict[str, dict[tuple[str, str, str, str], dict[float, tuple]]] = defaultdict(lambda: defaultdict(dict))
-    attacks = [r for r in records if r.get("kind") == "attack" and r.get("attack") == "reconstruct"]
+    attacks = [r for r in records if r.get("attack") == "reconstruct"]
     if not any(is_dp_release(r) for r in attacks):
         return {}
     for r in attacks:
@@ -136,20 +136,15 @@ def _note(data: dict) -> str:
     return NOTE + _claims() + (NOISE_NOTE if beyond else "")
 
 
-def dp_attack_md(records: list[dict]) -> str | None:
-    data = _figure2(records)
-    if not data:
-        return None
-    return "\n\n".join(f"{task}:\n\n" + md_table(*_rows(task, *v)) for task, v in data.items()) + "\n\n" + _note(data)
-
-
 @section("dp_attack", "DP instance encoding: reconstruction attack against epsilon (Xie & Hong 2022, Figure 2)",
-         order=61, markdown=dp_attack_md)
-def dp_attack(records: list[dict], ctx: Context) -> Markup | None:
+         order=61, kinds=("attack",))
+def dp_attack(records: list[dict]) -> Content | None:
     data = _figure2(records)
     if not data:
         return None
-    return join(para(_note(data)), *(join(heading(3, task), table(*_rows(task, *v))) for task, v in data.items()))
+    return [html_only(Para(_note(data))),
+            *[(either(Heading(3, task), Para(f"{task}:")), Table(*_rows(task, *v))) for task, v in data.items()],
+            markdown_only(Para(_note(data)))]
 
 
 AUDIT_HEAD = ["mechanism", "case", "claimed epsilon", "accounted epsilon", "delta", "eps_lb (95 %)", "draws",
@@ -174,8 +169,6 @@ def _audit_rows(records: list[dict]) -> list[list[object]]:
     claims sorted by mechanism, calibration, claim and case."""
     rows = []
     for i, r in enumerate(records):
-        if r.get("kind") != "dp-audit":
-            continue
         for a in r["results"]:
             d = a.get("details") or {}
             case = " / ".join(d["tokens"]) if "tokens" in d else ", ".join(
@@ -210,22 +203,14 @@ READING_NOTE = ("Rows that name a noise reading check Algorithm 1's draw instead
 
 
 def _has_readings(records: list[dict]) -> bool:
-    return any(r.get("kind") == "dp-audit" and any((a.get("details") or {}).get("noise_reading") for a in r["results"])
-               for r in records)
+    return any(any((a.get("details") or {}).get("noise_reading") for a in r["results"]) for r in records)
 
 
-def dp_audit_md(records: list[dict]) -> str | None:
+@section("dp_audit", "Empirical DP audits: a lower bound on epsilon beside the claim", order=52, kinds=("dp-audit",))
+def dp_audit(records: list[dict]) -> Content | None:
     rows = _audit_rows(records)
     if not rows:
         return None
-    dp = any(r.get("kind") == "dp-audit" and any(a["mechanism"].startswith("dp-") for a in r["results"]) for r in records)
-    return (md_table(AUDIT_HEAD, rows) + (f"\n\n{AUDIT_NOTE}" if dp else "")
-            + (f"\n\n{READING_NOTE}" if _has_readings(records) else ""))
-
-
-@section("dp_audit", "Empirical DP audits: a lower bound on epsilon beside the claim", order=52, markdown=dp_audit_md)
-def dp_audit(records: list[dict], ctx: Context) -> Markup | None:
-    rows = _audit_rows(records)
-    if not rows:
-        return None
-    return join(table(AUDIT_HEAD, rows), para(READING_NOTE)) if _has_readings(records) else table(AUDIT_HEAD, rows)
+    dp = any(a["mechanism"].startswith("dp-") for r in records for a in r["results"])
+    return [Table(AUDIT_HEAD, rows), markdown_only(Para(AUDIT_NOTE) if dp else None),
+            Para(READING_NOTE) if _has_readings(records) else None]

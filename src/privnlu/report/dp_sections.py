@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from functools import partial
 
 from ..paper_values import values
 from ..schemes import from_record
-from .markup import Markup, heading, join, para
-from .registry import Context, md_table, section, table
+from .content import Content, Figure, Heading, Para, Table, either, html_only, markdown_only
+from .markup import Markup, join
+from .registry import section
 from .texthide_sections import encoder_name
 
 Curve = dict[float, tuple[list[dict], float]]  # target epsilon -> (the runs, accounted epsilon)
@@ -71,8 +73,6 @@ def _curves(records: list[dict]) -> dict[tuple, tuple[dict[str, list[dict]], dic
     refs: dict[tuple, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     curves: dict[tuple, dict[str, Curve]] = defaultdict(lambda: defaultdict(dict))
     for r in records:
-        if r.get("kind") != "train":
-            continue
         where = (r["task"], r.get("n_train", 0), (r.get("spec") or {}).get("train", {}).get("epochs", 0))
         scheme = from_record(r)
         if scheme.formal == "dp" and scheme.release == "per-batch" and r.get("dp"):  # DP-IE (DP-SGD: its own section)
@@ -182,58 +182,52 @@ NOTE = ("<em>correct</em>: noise calibrated per example for all k x epochs encod
         "(privnlu.paper_values): ")
 
 
-def dp_utility_md(records: list[dict]) -> str | None:
-    parts = []
-    for (task, *_), (refs, curves) in _curves(records).items():
-        note = _at_majority(task, refs, curves)
-        parts.append(f"{task}:\n\n" + md_table(*_rows(task, refs, curves, INLINE_RUNS)) + f"\n\n{_setting(curves)}"
-                     + (f" {note}" if note else ""))
-        if reps := _repeat_rows(task, refs, curves):
-            parts.append(f"{task}, the points run more than once:\n\n" + md_table(REPEATS_HEAD, reps))
-    if not parts:
-        return None
-    return "\n\n".join(parts) + "\n\n" + NOTE.replace("<em>", "*").replace("</em>", "*").replace(
-        "<strong>", "**").replace("</strong>", "**") + _claims()
+def _plot(task: str, refs: dict[str, list[dict]], curves: dict[str, Curve], key: str):
+    """One metric of one task against epsilon: a curve per DP configuration, the reference runs as lines."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    for i, (name, c) in enumerate(curves.items()):
+        es = sorted(c)
+        ax.plot(es, [mean_of(c[e][0], key) for e in es], marker="o", color=f"C{i}",
+                linestyle="--" if "paper" in name else "-", label=name)
+        dots = [(e, metric_of(r, key)) for e in es if len(c[e][0]) > 1 for r in c[e][0]]
+        if dots:  # each repeat, around the mean
+            ax.scatter(*zip(*dots), s=8, color=f"C{i}", alpha=0.5)
+    for j, (name, runs) in enumerate(sorted(refs.items())):
+        ax.axhline(mean_of(runs, key), color=f"C{len(curves) + j}", linestyle=":", label=name)
+    maj = _majority(refs, curves, key)
+    if maj is not None:
+        ax.axhline(maj, color="grey", linestyle="-.", label="majority class")
+        means = [(e, mean_of(c[e][0], key)) for c in curves.values() for e in sorted(c)]
+        flat = [(e, v) for e, v in means if v is not None and v <= maj]
+        if flat:  # at or below always guessing the majority class: crossed out, named in the legend
+            ax.scatter(*zip(*flat), marker="x", s=70, color="red", zorder=4,
+                       label="no useful utility (at or below the majority class)")
+    ax.set_xscale("log")
+    ax.set_xlabel("target epsilon")
+    ax.set_ylabel(f"dev {key}")
+    ax.set_title(f"{task}: {key} vs epsilon")
+    ax.legend(fontsize=6)
+    return fig
 
 
 @section("dp_utility", "DP instance encoding: utility against epsilon (Xie & Hong 2022, Figure 1)", order=60,
-         markdown=dp_utility_md)
-def dp_utility(records: list[dict], ctx: Context) -> Markup | None:
+         kinds=("train",))
+def dp_utility(records: list[dict]) -> Content | None:
     data = _curves(records)
     if not data:
         return None
-    import matplotlib.pyplot as plt
-
-    html = para(Markup(NOTE), _claims())
+    notes = Para(join(Markup(NOTE), _claims()))
+    out: list = [html_only(notes)]
     for (task, n_train, epochs), (refs, curves) in data.items():
         note = _at_majority(task, refs, curves)
-        html += join(heading(3, task), table(*_rows(task, refs, curves)),
-                     para(_setting(curves) + (f" {note}" if note else "")))
+        out += [either(Heading(3, task), Para(f"{task}:")),
+                either(Table(*_rows(task, refs, curves)), Table(*_rows(task, refs, curves, INLINE_RUNS))),
+                Para(_setting(curves) + (f" {note}" if note else ""))]
         if reps := _repeat_rows(task, refs, curves):
-            html += join(para("The points run more than once:"), table(REPEATS_HEAD, reps))
-        for key in _metrics(task):
-            fig, ax = plt.subplots(figsize=(6, 3.4))
-            for i, (name, c) in enumerate(curves.items()):
-                es = sorted(c)
-                ax.plot(es, [mean_of(c[e][0], key) for e in es], marker="o", color=f"C{i}",
-                        linestyle="--" if "paper" in name else "-", label=name)
-                dots = [(e, metric_of(r, key)) for e in es if len(c[e][0]) > 1 for r in c[e][0]]
-                if dots:  # each repeat, around the mean
-                    ax.scatter(*zip(*dots), s=8, color=f"C{i}", alpha=0.5)
-            for j, (name, runs) in enumerate(sorted(refs.items())):
-                ax.axhline(mean_of(runs, key), color=f"C{len(curves) + j}", linestyle=":", label=name)
-            maj = _majority(refs, curves, key)
-            if maj is not None:
-                ax.axhline(maj, color="grey", linestyle="-.", label="majority class")
-                means = [(e, mean_of(c[e][0], key)) for c in curves.values() for e in sorted(c)]
-                flat = [(e, v) for e, v in means if v is not None and v <= maj]
-                if flat:  # at or below always guessing the majority class: crossed out, named in the legend
-                    ax.scatter(*zip(*flat), marker="x", s=70, color="red", zorder=4,
-                               label="no useful utility (at or below the majority class)")
-            ax.set_xscale("log")
-            ax.set_xlabel("target epsilon")
-            ax.set_ylabel(f"dev {key}")
-            ax.set_title(f"{task}: {key} vs epsilon")
-            ax.legend(fontsize=6)
-            html += ctx.figure(fig, f"dp_utility_{task}_{n_train}x{epochs}_{key}", f"{task} {key} against epsilon")
-    return html
+            out += [either(Para("The points run more than once:"), Para(f"{task}, the points run more than once:")),
+                    Table(REPEATS_HEAD, reps)]
+        out += [html_only(Figure(partial(_plot, task, refs, curves, key), f"dp_utility_{task}_{n_train}x{epochs}_{key}",
+                                 f"{task} {key} against epsilon")) for key in _metrics(task)]
+    return [*out, markdown_only(notes)]

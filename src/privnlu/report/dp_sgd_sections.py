@@ -11,8 +11,8 @@ from collections import defaultdict
 
 from ..paper_values import values
 from ..schemes import from_record
-from .markup import Markup, join, para
-from .registry import Context, md_table, section, table
+from .content import Content, Para, Table, html_only
+from .registry import section
 
 HEAD = ["run", "target epsilon", "accounted epsilon (delta)", "noise multiplier", "sampling rate q", "steps",
         "clip", "train loss, last epoch", "accuracy", "vs no privacy", "majority class"]
@@ -21,7 +21,7 @@ AUDIT_HEAD = ["run", "claimed epsilon (delta)", "noise multiplier", "canaries m"
 
 
 def _is_dp_sgd(r: dict) -> bool:
-    return r.get("kind") == "train" and from_record(r).release == "model"
+    return from_record(r).release == "model"
 
 
 def groups(records: list[dict]) -> dict[tuple, list[dict]]:
@@ -29,7 +29,7 @@ def groups(records: list[dict]) -> dict[tuple, list[dict]]:
     groups_with_sgd = {r.get("group") for r in records if _is_dp_sgd(r)}
     out: dict[tuple, list[dict]] = defaultdict(list)
     for r in records:
-        if r.get("kind") == "train" and r.get("group") in groups_with_sgd and (
+        if r.get("group") in groups_with_sgd and (
                 _is_dp_sgd(r) or from_record(r).release == "none"):
             epochs = (r.get("spec") or {}).get("train", {}).get("epochs")
             out[(r["task"], r.get("mode", "frozen"), r.get("n_train"), epochs)].append(r)
@@ -93,41 +93,28 @@ NOTE = ("Published anchors are not our setting: they fine-tune RoBERTa-large (35
         "with GPU budgets; these runs fine-tune MiniLM-L6 (22 M) on a CPU-scale slice.")
 
 
-def dp_sgd_md(records: list[dict]) -> str | None:
-    parts = [f"{_setting(k, recs)}\n\n" + md_table(HEAD, rows(recs)) for k, recs in groups(records).items()]
-    if not parts:
-        return None
-    return "\n\n".join(parts) + "\n\n" + md_table(ANCHOR_HEAD, anchors()) + f"\n\n{NOTE} {claims()}"
-
-
 @section("dp_sgd", "DP-SGD: utility at each epsilon beside non-private training (beyond the papers)", order=62,
-         markdown=dp_sgd_md)
-def dp_sgd(records: list[dict], ctx: Context) -> Markup | None:
+         kinds=("train",))
+def dp_sgd(records: list[dict]) -> Content | None:
     g = groups(records)
     if not g:
         return None
-    return join(*(join(para(_setting(k, recs)), table(HEAD, rows(recs))) for k, recs in g.items()),
-                para("Published anchors:"), table(ANCHOR_HEAD, anchors()), para(f"{NOTE} {claims()}"))
+    return [*[(Para(_setting(k, recs)), Table(HEAD, rows(recs))) for k, recs in g.items()],
+            html_only(Para("Published anchors:")), Table(ANCHOR_HEAD, anchors()), Para(f"{NOTE} {claims()}")]
 
 
 # -- the empirical audit ----------------------------------------------------------------------------------------
 
 def audit_rows(records: list[dict]) -> list[list[object]]:
     out = []
-    for r in sorted((r for r in records if r.get("kind") == "dp-sgd-audit"), key=lambda r: r.get("name", "")):
+    for r in sorted(records, key=lambda r: r.get("name", "")):
         sigma = f"{r['noise_multiplier']:.3g}" + (f" (calibrated / {r['under_noise']:g})" if r.get("under_noise") else "")
         out.append([r.get("name", "-"), f"{r['claimed_epsilon']:g} ({r['delta']:.2g})", sigma, r["canaries"],
                     r["guesses"], r["correct"], round(r["epsilon_lb"], 3), r["verdict"]])
     return out
 
 
-def audit_md(records: list[dict]) -> str | None:
-    rs = audit_rows(records)
-    return md_table(AUDIT_HEAD, rs) if rs else None
-
-
 @section("dp_sgd_audit", "DP-SGD: the one-run empirical audit of its claim (Steinke et al. 2023)", order=63,
-         markdown=audit_md)
-def dp_sgd_audit(records: list[dict], ctx: Context) -> Markup | None:
-    rs = audit_rows(records)
-    return table(AUDIT_HEAD, rs) if rs else None
+         kinds=("dp-sgd-audit",))
+def dp_sgd_audit(records: list[dict]) -> Content:
+    return [Table(AUDIT_HEAD, audit_rows(records))]

@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from ..schemas import display_name
-from .markup import Markup, para
-from .registry import Context, section, table
+from .content import Content, Figure, Para, Table, code_text, either, html_only
+from .markup import Markup
+from .registry import section
 
 
-@section("federated", "Federated TextHide on Flower (Algorithm 2)", order=40)
-def federated(records: list[dict], ctx: Context) -> str | None:
-    runs = [r for r in records if r.get("kind") == "federated"]
-    if not runs:
-        return None
-    def key(r: dict, abs_input: bool) -> tuple:
-        return r["task"], str(r["m"]), int(r["k"]), bool(abs_input)
-
-    central = {key(r, r.get("spec", {}).get("train", {}).get("abs_input", False)): r
-               for r in records if r.get("kind") == "train"}
-    rows = []
-    for r in runs:
-        abs_in = bool(r.get("config", {}).get("abs_input", False))
-        c = central.get(key(r, abs_in))
-        dp = r.get("dp")
-        rows.append([r["label"], r["algorithm"], r["mode"], r["clients"], r["rounds"], f"({r['m']}, {r['k']})",
-                     "|x|" if abs_in else "x", f"({dp['epsilon']:.3g}, {dp['delta']:g})" if dp else None,
-                     r["score"], r["best_score"], c["score"] if c else None, r["seconds"]])
-    html = table(["run", "algorithm", "mode", "clients", "rounds", "(m, k)", "head input", "client-level DP",
-                  "final score", "best round", "centralized (same m, k, head input)", "seconds"], rows)
+def _rounds_plot(runs: list[dict]):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.5, 3.2))
@@ -38,7 +22,32 @@ def federated(records: list[dict], ctx: Context) -> str | None:
     ax.set_ylabel("dev score")
     ax.set_title("global model after each round")
     ax.legend(fontsize=7)
-    return html + ctx.figure(fig, "federated_rounds", "dev score of the global model per federated round")
+    return fig
+
+
+@section("federated", "Federated TextHide on Flower (Algorithm 2)", order=40, kinds=("federated", "train"))
+def federated(records: list[dict]) -> Content | None:
+    """Each federated run beside the centralized run of the same (m, k) and head input."""
+    runs = [r for r in records if r["kind"] == "federated"]
+    if not runs:
+        return None
+
+    def key(r: dict, abs_input: bool) -> tuple:
+        return r["task"], str(r["m"]), int(r["k"]), bool(abs_input)
+
+    central = {key(r, r.get("spec", {}).get("train", {}).get("abs_input", False)): r
+               for r in records if r["kind"] == "train"}
+    rows = []
+    for r in runs:
+        abs_in = bool(r.get("config", {}).get("abs_input", False))
+        c = central.get(key(r, abs_in))
+        dp = r.get("dp")
+        rows.append([r["label"], r["algorithm"], r["mode"], r["clients"], r["rounds"], f"({r['m']}, {r['k']})",
+                     "|x|" if abs_in else "x", f"({dp['epsilon']:.3g}, {dp['delta']:g})" if dp else None,
+                     r["score"], r["best_score"], c["score"] if c else None, r["seconds"]])
+    return [Table(["run", "algorithm", "mode", "clients", "rounds", "(m, k)", "head input", "client-level DP",
+                   "final score", "best round", "centralized (same m, k, head input)", "seconds"], rows),
+            Figure(partial(_rounds_plot, runs), "federated_rounds", "dev score of the global model per federated round")]
 
 
 def _rate(v: list[bool]) -> float | None:
@@ -52,7 +61,7 @@ GM_HEADERS = ["victim", "d", "k", "attacks", "paper", "ours", "ours - paper", "m
 def _gm_rows(records: list[dict]) -> dict[str, list[dict]]:
     rows_by_victim: dict[str, list[dict]] = {}
     for s in records:
-        if s.get("kind") == "gradient_attack" and s.get("source") == "sweep":
+        if s.get("source") == "sweep":
             for row in s["rows"]:
                 rows_by_victim.setdefault(row.get("victim", s.get("victim", "input")), []).append(row)
     return rows_by_victim
@@ -86,23 +95,21 @@ def _gm_table(victim: str, rows: list[dict]) -> list[list[object]]:
 
 def _figure3(records: list[dict]) -> list[dict]:
     """The attacks a ``huang2020-figure3`` record chose (one successful, one failed, with their curves)."""
-    return [row for s in records if s.get("kind") == "gradient_attack" and s.get("source") == "figure3" for row in s["rows"]]
+    return [row for s in records if s.get("source") == "figure3" for row in s["rows"]]
 
 
-def _curve_md(rows: list[dict]) -> str:
+def _curve_tables(rows: list[dict]) -> list:
     """Figure 3 as tables: each chosen attack's losses at about ten of its recorded steps."""
-    from .registry import md_table
-
-    out = []
+    out: list = []
     for r in rows:
         curve = r["curve"]
         step = max(1, len(curve) // 10)
         pts = curve[::step] + ([curve[-1]] if (len(curve) - 1) % step else [])
-        out.append(f"{r.get('victim', 'hidden')} victim, {r.get('outcome', '')} attack: d = {r['d']}, k = {r['k']}, "
-                   f"final MSE(x', x) {float(r['mse']):.3g}\n\n"
-                   + md_table(["L-BFGS iterations", "gradient distance", "MSE(x', x)", "MSE(s', sigma)"],
-                              [[p[0], *(f"{float(v):.3g}" if v is not None else "" for v in p[1:4])] for p in pts]))
-    return "\n\n".join(out)
+        out += [Para(f"{r.get('victim', 'hidden')} victim, {r.get('outcome', '')} attack: d = {r['d']}, k = {r['k']}, "
+                     f"final MSE(x', x) {float(r['mse']):.3g}"),
+                Table(["L-BFGS iterations", "gradient distance", "MSE(x', x)", "MSE(s', sigma)"],
+                      [[p[0], *(f"{float(v):.3g}" if v is not None else "" for v in p[1:4])] for p in pts])]
+    return out
 
 
 GM_NOTE = ("Success: MSE between the recovered and the true input <= 0.001 (the paper's criterion; for k >= 2 against "
@@ -119,47 +126,44 @@ GM_PAPER = ("Paper (Table 2): LeNet-5 on CIFAR-10 with its last layer replaced b
             "mixed and masked, 50 attacks per cell, one baseline (0.82) for all d.")
 
 
-def _gm_markdown(records: list[dict]) -> str | None:
-    from .registry import md_table
+GM_PAGE_NOTE = Markup(
+    "Success = MSE between the recovered and the true input &lt;= 0.001 (the paper's criterion; with "
+    "k &gt;= 2 against any of the mixed inputs). Paper: LeNet-5 on CIFAR-10, mask at the MLP's hidden layer "
+    "of width d; one baseline for all d. <b>hidden</b> victim: MiniLM representation (rescaled to the "
+    "CIFAR pixel variance) -> sigmoid layer -> hidden layer of width d, masked -> head (the paper's "
+    "architecture, text input). <b>input</b> victim (<code>--victim input</code>): the mask on the attacked "
+    "variable itself. 'mask matched': MSE between the relaxed and the true mask &lt;= 0.001. "
+    "'x' = input mixture': k &gt;= 2, x' within MSE 0.001 of the same mixture of the inputs. "
+    "'closed form x' (hidden): x = (dL/dW1)[i] / (dL/db1)[i] from the first layer's gradient; "
+    "'encoding' (input): s' o x' recovers the shared encoding.")
 
+
+@section("gradient_attack", "Gradient-matching attack on TextHide (paper Table 2, Figure 3)", order=45,
+         kinds=("gradient_attack",))
+def gradient_attack(records: list[dict]) -> Content | None:
+    """Table 2 per victim beside the paper, heat maps of success and mask match, Figure 3's loss curves."""
     by, fig3 = _gm_rows(records), _figure3(records)
-    parts = [md_table(GM_HEADERS, [r for v, rows in sorted(by.items()) for r in _gm_table(v, rows)])
-             + f"\n\n{GM_NOTE}\n\n{GM_PAPER}"] if by else []
-    if fig3:
-        parts.append("Figure 3: the losses of the first successful and the first failed attack at k = 1 (by d, then "
-                     "round) of the Table 2 records, after every 20th L-BFGS iteration or so.\n\n" + _curve_md(fig3))
-    return "\n\n".join(parts) or None
-
-
-@section("gradient_attack", "Gradient-matching attack on TextHide (paper Table 2, Figure 3)", order=45, markdown=_gm_markdown)
-def gradient_attack(records: list[dict], ctx: Context) -> str | None:
-    rows_by_victim = _gm_rows(records)
-    fig3 = _figure3(records)
-    if fig3 and not rows_by_victim:
-        return _curves(fig3, fig3[0].get("victim", "hidden"), ctx)
-    if not rows_by_victim:
+    if not by and not fig3:
         return None
-    html = Markup("<p>Success = MSE between the recovered and the true input &lt;= 0.001 (the paper's criterion; with "
-            "k &gt;= 2 against any of the mixed inputs). Paper: LeNet-5 on CIFAR-10, mask at the MLP's hidden layer "
-            "of width d; one baseline for all d. <b>hidden</b> victim: MiniLM representation (rescaled to the "
-            "CIFAR pixel variance) -> sigmoid layer -> hidden layer of width d, masked -> head (the paper's "
-            "architecture, text input). <b>input</b> victim (<code>--victim input</code>): the mask on the attacked "
-            "variable itself. 'mask matched': MSE between the relaxed and the true mask &lt;= 0.001. "
-            "'x' = input mixture': k &gt;= 2, x' within MSE 0.001 of the same mixture of the inputs. "
-            "'closed form x' (hidden): x = (dL/dW1)[i] / (dL/db1)[i] from the first layer's gradient; "
-            "'encoding' (input): s' o x' recovers the shared encoding.</p>")
-    html += table(GM_HEADERS, [r for v, rows in sorted(rows_by_victim.items()) for r in _gm_table(v, rows)])
-    figs = ""
-    for victim, rows in sorted(rows_by_victim.items()):
-        cells: dict[tuple[int, int], list[dict]] = {}
-        for row in rows:
-            cells.setdefault((int(row["d"]), int(row["k"])), []).append(row)
-        figs += _heatmap(cells, victim, ctx)
-        figs += _curves(rows, victim, ctx) or ""
-    return html + figs
+    table2 = Table(GM_HEADERS, [r for v, rows in sorted(by.items()) for r in _gm_table(v, rows)])
+    page: list = []
+    if by:
+        page += [Para(GM_PAGE_NOTE), table2]
+        for victim, rows in sorted(by.items()):
+            cells: dict[tuple[int, int], list[dict]] = {}
+            for row in rows:
+                cells.setdefault((int(row["d"]), int(row["k"])), []).append(row)
+            page += [_heatmap(cells, victim), _curves(rows, victim)]
+    else:
+        page.append(_curves(fig3, fig3[0].get("victim", "hidden")))
+    docs: list = [table2, Para(GM_NOTE), Para(GM_PAPER)] if by else []
+    if fig3:
+        docs += [Para("Figure 3: the losses of the first successful and the first failed attack at k = 1 (by d, then "
+                      "round) of the Table 2 records, after every 20th L-BFGS iteration or so."), *_curve_tables(fig3)]
+    return either(page, docs)
 
 
-def _heatmap(cells: dict[tuple[int, int], list[dict]], victim: str, ctx: Context) -> str:
+def _heatmap_plot(cells: dict[tuple[int, int], list[dict]]):
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -181,20 +185,15 @@ def _heatmap(cells: dict[tuple[int, int], list[dict]], victim: str, ctx: Context
         ax.set_title(title, fontsize=9)
     axes[0].set_ylabel("d (masked layer width)")
     fig.colorbar(im, ax=list(axes))
-    name = "gradient_attack_heatmap" + ("" if victim == "hidden" else f"_{victim}")
-    return ctx.figure(fig, name, f"{victim} victim: attack success (left, the paper's criterion) and mask matched "
-                                 "(right) over d and k")
+    return fig
 
 
-def _curves(rows: list[dict], victim: str, ctx: Context) -> str | None:
-    """Figure 3: gradient distance, input MSE and mask MSE over iterations, one successful and one failed attack."""
-    masked = [r for r in rows if int(r["k"]) == 1 and r.get("curve")]
-    good = next((r for r in masked if r["success"]), None)
-    bad = next((r for r in masked if not r["success"] and r["curve"] and all(
-        v == v and abs(v) != float("inf") for p in r["curve"] for v in p[1:3])), None) or next(
-        (r for r in masked if not r["success"]), None)
-    if good is None and bad is None:
-        return None
+def _heatmap(cells: dict[tuple[int, int], list[dict]], victim: str) -> Figure:
+    return Figure(partial(_heatmap_plot, cells), "gradient_attack_heatmap" + ("" if victim == "hidden" else f"_{victim}"),
+                  f"{victim} victim: attack success (left, the paper's criterion) and mask matched (right) over d and k")
+
+
+def _curves_plot(good: dict | None, bad: dict | None):
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), squeeze=False)
@@ -211,8 +210,21 @@ def _curves(rows: list[dict], victim: str, ctx: Context) -> str | None:
         ax.set_xlabel("L-BFGS iterations")
         ax.set_title(f"{title}: d={r['d']}, k=1", fontsize=9)
         ax.legend(fontsize=7)
-    return ctx.figure(fig, "gradient_attack_curves" if victim == "hidden" else f"gradient_attack_curves_{victim}",
-                      f"{victim} victim, paper Figure 3: losses over iterations of a successful and a failed attack")
+    return fig
+
+
+def _curves(rows: list[dict], victim: str) -> Figure | None:
+    """Figure 3: gradient distance, input MSE and mask MSE over iterations, one successful and one failed attack."""
+    masked = [r for r in rows if int(r["k"]) == 1 and r.get("curve")]
+    good = next((r for r in masked if r["success"]), None)
+    bad = next((r for r in masked if not r["success"] and r["curve"] and all(
+        v == v and abs(v) != float("inf") for p in r["curve"] for v in p[1:3])), None) or next(
+        (r for r in masked if not r["success"]), None)
+    if good is None and bad is None:
+        return None
+    return Figure(partial(_curves_plot, good, bad),
+                  "gradient_attack_curves" if victim == "hidden" else f"gradient_attack_curves_{victim}",
+                  f"{victim} victim, paper Figure 3: losses over iterations of a successful and a failed attack")
 
 
 LEAK_HEAD = ["batch size", "scheme", "messages", "token precision", "token recall", "exact sentences", "token accuracy",
@@ -251,35 +263,15 @@ LEAK_NOTE = ("Each message is the reply the federated client code sends for clie
              "does not know).")
 
 
-def embedding_leak_md(records: list[dict]) -> str | None:
-    from .registry import md_table
-
-    sweeps = [r for r in records if r.get("kind") == "embedding_leak_sweep"]
-    if not sweeps:
-        return None
-    out = md_table(LEAK_HEAD, _leak_rows(sweeps))
-    def argv(s: dict) -> str:  # the record's settings, without where the run wrote its file
-        a = s.get("argv", [])
-        return " ".join(f"{k} {v}" for k, v in zip(a[::2], a[1::2]) if k != "--out")
-
-    settings = sorted({f"{s.get('task', '?')}, {argv(s)}" for s in sweeps})
-    out += "\n\nSettings: " + "; ".join(f"`{x}`" for x in settings) + ". " + LEAK_NOTE
-    ex = _leak_examples(sweeps)
-    if ex:
-        out += "\n\nRecovered sentences (the messages that carry an example):\n\n" + md_table(
-            ["batch size", "scheme", "round", "true sentence", "recovered"], ex)
-    return out
-
-
-@section("embedding_leak", "Embedding-gradient leak of federated joint mode", order=46, markdown=embedding_leak_md)
-def embedding_leak(records: list[dict], ctx: Context) -> str | None:
+@section("embedding_leak", "Embedding-gradient leak of federated joint mode", order=46,
+         kinds=("gradient_attack", "embedding_leak_sweep"))
+def embedding_leak(records: list[dict]) -> Content | None:
     """Per captured message: the token set read off the embedding gradient, its precision/recall against the
     client's true batch, and example recovered word sets beside the true sentences; plus the ordering sweep."""
-    wires = [r for r in records if r.get("kind") == "gradient_attack" and r.get("source") == "wire" and r.get("token_leak")]
-    sweeps = [r for r in records if r.get("kind") == "embedding_leak_sweep"]
+    wires = [r for r in records if r["kind"] == "gradient_attack" and r.get("source") == "wire" and r.get("token_leak")]
+    sweeps = [r for r in records if r["kind"] == "embedding_leak_sweep"]
     if not wires and not sweeps:
         return None
-    html = ""
     rows = []
     for w in wires:
         for t in w["token_leak"]:
@@ -290,15 +282,21 @@ def embedding_leak(records: list[dict], ctx: Context) -> str | None:
             rows.append([display_name(w["wire"]), t["round"], t["node_id"], len(t["token_ids"]), t.get("precision"), t.get("recall"),
                          " ".join(words[:25]) + (" ..." if len(words) > 25 else ""),
                          " | ".join(t.get("true_sentences", []))])
-    if rows:
-        html += table(["capture", "round", "node", "token ids recovered", "precision", "recall",
-                       "recovered word set (first 25)", "true sentences (examples)"], rows)
+    out: list = [html_only(Table(["capture", "round", "node", "token ids recovered", "precision", "recall",
+                                  "recovered word set (first 25)", "true sentences (examples)"], rows) if rows else None)]
     if sweeps:
-        html += table(LEAK_HEAD, _leak_rows(sweeps)) + para(LEAK_NOTE.replace("`", ""))
+        def argv(s: dict) -> str:  # the record's settings, without where the run wrote its file
+            a = s.get("argv", [])
+            return " ".join(f"{k} {v}" for k, v in zip(a[::2], a[1::2]) if k != "--out")
+
+        settings = sorted({f"{s.get('task', '?')}, {argv(s)}" for s in sweeps})
         ex = _leak_examples(sweeps)
-        if ex:
-            html += table(["batch size", "scheme", "round", "true sentence", "recovered"], ex)
-    return html
+        examples = Table(["batch size", "scheme", "round", "true sentence", "recovered"], ex) if ex else None
+        out += [Table(LEAK_HEAD, _leak_rows(sweeps)),
+                either([Para(LEAK_NOTE.replace("`", "")), examples],
+                       [Para("Settings: " + "; ".join(f"`{x}`" for x in settings) + ". " + LEAK_NOTE),
+                        Para("Recovered sentences (the messages that carry an example):") if ex else None, examples])]
+    return out
 
 
 # -- whole sentences by the DAGER-class span inversion ---------------------------------------------------------
@@ -354,43 +352,24 @@ def _sentence_examples(recs: list[dict]) -> list[list[object]]:
     return out
 
 
-def sentence_recovery_md(records: list[dict]) -> str | None:
-    from .registry import md_table
-
-    recs = [r for r in records if r.get("kind") == "sentence_recovery" and "results" in r]
-    if not recs:
-        return None
-    out = md_table(SENTENCE_HEAD, _sentence_rows(recs))
-    s = recs[0]["settings"]
-    out += (f"\n\nSettings: `{s['task']}`, train limit {s['train_limit']}, seed {s['seed']}, at most "
-            f"{s['max_seconds']:g} s of sentence search per message. " + SENTENCE_NOTE)
-    paper = _sentence_paper(recs)
-    if paper:
-        out += ("\n\nDAGER's published numbers (Petrov et al. 2024, BERT-base, d = 768, SST-2; their model and "
-                "implementation, not privnlu's):\n\n" + md_table(["batch size", "ROUGE-1 (%)", "ROUGE-2 (%)"], paper))
-    ex = _sentence_examples(recs)
-    if ex:
-        out += "\n\nBatch size 1, no TextHide, the first message:\n\n" + \
-               md_table(["batch size", "true sentence", "recovered sentence"], ex)
-    return out
-
-
 @section("sentence_recovery", "Sentences recovered from federated client messages (DAGER-class span inversion)",
-         order=47, markdown=sentence_recovery_md)
-def sentence_recovery(records: list[dict], ctx: Context) -> str | None:
+         order=47, kinds=("sentence_recovery",), where=lambda r: "results" in r)
+def sentence_recovery(recs: list[dict]) -> Content:
     """The span inversion per batch size, scheme and protection; DAGER's published numbers beside."""
-    recs = [r for r in records if r.get("kind") == "sentence_recovery" and "results" in r]
-    if not recs:
-        return None
-    html = table(SENTENCE_HEAD, _sentence_rows(recs)) + para(SENTENCE_NOTE.replace("`", ""))
+    s = recs[0]["settings"]
     paper = _sentence_paper(recs)
-    if paper:
-        html += para("DAGER's published numbers (Petrov et al. 2024, BERT-base, SST-2; not privnlu's):") + \
-                table(["batch size", "ROUGE-1 (%)", "ROUGE-2 (%)"], paper)
+    paper_table = Table(["batch size", "ROUGE-1 (%)", "ROUGE-2 (%)"], paper)
     ex = _sentence_examples(recs)
-    if ex:
-        html += table(["batch size", "true sentence", "recovered sentence"], ex)
-    return html
+    examples = Table(["batch size", "true sentence", "recovered sentence"], ex) if ex else None
+    return [Table(SENTENCE_HEAD, _sentence_rows(recs)),
+            either([Para(SENTENCE_NOTE.replace("`", "")),
+                    (Para("DAGER's published numbers (Petrov et al. 2024, BERT-base, SST-2; not privnlu's):"),
+                     paper_table) if paper else None, examples],
+                   [Para(f"Settings: `{s['task']}`, train limit {s['train_limit']}, seed {s['seed']}, at most "
+                         f"{s['max_seconds']:g} s of sentence search per message. " + SENTENCE_NOTE),
+                    (Para("DAGER's published numbers (Petrov et al. 2024, BERT-base, d = 768, SST-2; their model and "
+                          "implementation, not privnlu's):"), paper_table) if paper else None,
+                    (Para("Batch size 1, no TextHide, the first message:"), examples) if ex else None])]
 
 
 # -- the span inversion on what a SecAgg+ server sees --------------------------------------------------------
@@ -428,24 +407,11 @@ def _aggregate_settings(recs: list[dict]) -> str:
             "aggregate. ")
 
 
-def sentence_recovery_secagg_md(records: list[dict]) -> str | None:
-    from .registry import md_table
-
-    recs = [r for r in records if r.get("kind") == "sentence_recovery_secagg"]
-    if not recs:
-        return None
-    return md_table(AGGREGATE_HEAD, _aggregate_rows(recs)) + "\n\n" + _aggregate_settings(recs) + AGGREGATE_NOTE
-
-
 @section("sentence_recovery_secagg", "Sentences recovered from what a SecAgg+ server sees (DAGER-class span "
-         "inversion on the aggregate)", order=47, markdown=sentence_recovery_secagg_md)
-def sentence_recovery_secagg(records: list[dict], ctx: Context) -> str | None:
+         "inversion on the aggregate)", order=47, kinds=("sentence_recovery_secagg",))
+def sentence_recovery_secagg(recs: list[dict]) -> Content:
     """The span inversion on the aggregate of N clients, exact and as SecAgg+ decodes it."""
-    recs = [r for r in records if r.get("kind") == "sentence_recovery_secagg"]
-    if not recs:
-        return None
-    return table(AGGREGATE_HEAD, _aggregate_rows(recs)) + para((_aggregate_settings(recs) + AGGREGATE_NOTE)
-                                                               .replace("`", ""))
+    return [Table(AGGREGATE_HEAD, _aggregate_rows(recs)), code_text(_aggregate_settings(recs) + AGGREGATE_NOTE)]
 
 
 # -- client-side DP-SGD (sample-level DP of every client message) ----------------------------------------------
@@ -480,23 +446,11 @@ def _client_dp_note(recs: list[dict]) -> str:
             "model, unmasked.")
 
 
-def client_dp_md(records: list[dict]) -> str | None:
-    from .registry import md_table
-
-    recs = [r for r in records if r.get("kind") == "federated_client_dp"]
-    if not recs:
-        return None
-    return md_table(CLIENT_DP_HEAD, _client_dp_rows(recs)) + "\n\n" + _client_dp_note(recs)
-
-
 @section("federated_client_dp", "Federated training with client-side DP-SGD: utility against epsilon", order=48,
-         markdown=client_dp_md)
-def federated_client_dp(records: list[dict], ctx: Context) -> str | None:
+         kinds=("federated_client_dp",))
+def federated_client_dp(recs: list[dict]) -> Content:
     """Dev score of the global model at each target epsilon beside the non-private run at the same budget."""
-    recs = [r for r in records if r.get("kind") == "federated_client_dp"]
-    if not recs:
-        return None
-    return table(CLIENT_DP_HEAD, _client_dp_rows(recs)) + para(_client_dp_note(recs).replace("`", ""))
+    return [Table(CLIENT_DP_HEAD, _client_dp_rows(recs)), code_text(_client_dp_note(recs))]
 
 
 # -- the span inversion against client-side DP-SGD messages --------------------------------------------------
@@ -557,22 +511,9 @@ def _client_dp_span_settings(recs: list[dict]) -> str:
             "per message. ")
 
 
-def sentence_recovery_client_dp_md(records: list[dict]) -> str | None:
-    from .registry import md_table
-
-    recs = [r for r in records if r.get("kind") == "sentence_recovery_client_dp"]
-    if not recs:
-        return None
-    return (md_table(CLIENT_DP_SPAN_HEAD, _client_dp_span_rows(recs)) + "\n\n" + _client_dp_span_settings(recs)
-            + CLIENT_DP_SPAN_NOTE)
-
-
 @section("sentence_recovery_client_dp", "Sentences recovered from client-side DP-SGD messages (DAGER-class span "
-         "inversion)", order=48, markdown=sentence_recovery_client_dp_md)
-def sentence_recovery_client_dp(records: list[dict], ctx: Context) -> str | None:
+         "inversion)", order=48, kinds=("sentence_recovery_client_dp",))
+def sentence_recovery_client_dp(recs: list[dict]) -> Content:
     """The span inversion on a client's DP-SGD messages per epsilon, beside the non-private and clip-only client."""
-    recs = [r for r in records if r.get("kind") == "sentence_recovery_client_dp"]
-    if not recs:
-        return None
-    return table(CLIENT_DP_SPAN_HEAD, _client_dp_span_rows(recs)) + para(
-        (_client_dp_span_settings(recs) + CLIENT_DP_SPAN_NOTE).replace("`", ""))
+    return [Table(CLIENT_DP_SPAN_HEAD, _client_dp_span_rows(recs)),
+            code_text(_client_dp_span_settings(recs) + CLIENT_DP_SPAN_NOTE)]

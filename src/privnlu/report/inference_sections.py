@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .markup import Markup, para
-from .registry import Context, md_table, section, table
+from .content import Content, Table, code_text
+from .registry import section
 
 HEAD = ["task", "(m, k)", "dev sentences", "majority class", "recorded dev score (one mask per query)",
         "one mask: mean (sd) over repetitions", "one mask: labels changed between repetitions (%)",
@@ -12,7 +12,7 @@ HEAD = ["task", "(m, k)", "dev sentences", "majority class", "recorded dev score
 
 
 def _recs(records: list[dict]) -> list[dict]:
-    return sorted((r for r in records if r.get("kind") == "query_inference"),
+    return sorted(records,
                   key=lambda r: (r["task"], float(r["settings"]["m"]), r["settings"]["k"]))
 
 
@@ -39,16 +39,9 @@ def _note(recs: list[dict]) -> str:
             "inference rules are measured on the same model, not across training seeds.")
 
 
-def query_inference_md(records: list[dict]) -> str | None:
-    recs = _recs(records)
-    return md_table(HEAD, _rows(recs)) + "\n\n" + _note(recs) if recs else None
-
-
 @section("query_inference", "TextHide models: one random mask per query against the pool average", order=16,
-         markdown=query_inference_md)
-def query_inference(records: list[dict], ctx: Context) -> Markup | None:
+         kinds=("query_inference",))
+def query_inference(records: list[dict]) -> Content:
     """Dev accuracy of one model under each inference rule."""
     recs = _recs(records)
-    if not recs:
-        return None
-    return table(HEAD, _rows(recs)) + para(_note(recs).replace("`", ""))
+    return [Table(HEAD, _rows(recs)), code_text(_note(recs))]

@@ -1,10 +1,11 @@
 """The report's HTML, built with Jinja2 templates (``templates/``) and autoescaping.
 
 Every piece of a page is :class:`~markupsafe.Markup` made by a template, or text that is escaped where it is used:
-values from result records (task names, labels, sentences) are never markup. Sections compose fragments with
-:func:`join` (plain strings in it are escaped) and :func:`para`, :func:`heading`, :func:`bullets`, :func:`table`,
-:func:`figure`. The only markup written in Python is fixed prose of the sections with inline emphasis, marked with
-``Markup(...)`` where it is defined; ``Markup(...).format(...)`` escapes what it fills in.
+values from result records (task names, labels, sentences) are never markup. The renderer (:mod:`.render`) builds
+a section's fragment from its content with :func:`join` (plain strings in it are escaped) and :func:`para`,
+:func:`heading`, :func:`bullets`, :func:`table`, :func:`figure`. The only markup written in Python is fixed prose of
+the sections with inline emphasis, marked with ``Markup(...)`` where it is defined; ``Markup(...).format(...)``
+escapes what it fills in.
 """
 
 from __future__ import annotations

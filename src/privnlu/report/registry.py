@@ -1,30 +1,26 @@
 """The report's section registry.
 
-A section is a function ``render(results, ctx) -> Markup | None`` registered with
-:func:`section`. It receives every result record loaded for the report (dicts
-from the results JSONs, each with a ``kind``) and returns an HTML fragment built
-from the templates of :mod:`.markup`, or None when it has nothing to show; a
-plain string is shown as text, never as markup. Figures are saved with
-:meth:`Context.figure`. Later features add a module to
-:data:`privnlu.report.SECTION_MODULES`.
+A section is a function ``build(records) -> Content | None`` registered with :func:`section`: it returns the blocks
+of :mod:`.content` (tables, paragraphs, figures), or None when it has nothing to show, and :mod:`.render` writes
+them as the HTML page or as Markdown. A section declares the record kinds it reads (``kinds=``) and receives only
+those records (dicts from the results JSONs), optionally only those for which its ``where`` holds; a section with
+no such record is not called. Later features add a module to :data:`privnlu.report.SECTION_MODULES`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from ..io import safe_filename
 from ..params import plural  # noqa: F401 (re-exported for the sections)
 from . import markup
+from .content import Content
 from .markup import Markup
 
-Render = Callable[[list[dict], "Context"], "Markup | None"]
-
-
-Markdown = Callable[[list[dict]], "str | None"]
+Build = Callable[[list[dict]], "Content | None"]
+Where = Callable[[dict], bool]
 
 
 @dataclass(frozen=True)
@@ -32,18 +28,33 @@ class Section:
     name: str
     title: str
     order: int
-    render: Render
-    markdown: Markdown | None = None
+    build: Build
+    #: the record kinds the section reads (None: every record)
+    kinds: frozenset[str] | None = None
+    #: which of those records it reads (None: all of them)
+    where: Where | None = None
+
+    def select(self, records: list[dict]) -> list[dict]:
+        """The records this section reads, in the order given."""
+        return [r for r in records if (self.kinds is None or r.get("kind") in self.kinds)
+                and (self.where is None or self.where(r))]
+
+    def content(self, records: list[dict]) -> Content | None:
+        """What the section shows for ``records`` (None: nothing, e.g. none of them is of its kinds)."""
+        mine = self.select(records)
+        return self.build(mine) if mine else None
 
 
 SECTIONS: dict[str, Section] = {}
 
 
-def section(name: str, title: str, order: int = 100, *, markdown: Markdown | None = None) -> Callable[[Render], Render]:
-    """Decorator: register ``render`` as a report section (``markdown``: optional text-table renderer)."""
+def section(name: str, title: str, order: int = 100, *, kinds: Iterable[str] | None = None,
+            where: Where | None = None) -> Callable[[Build], Build]:
+    """Decorator: register ``build`` as a report section that reads the records of ``kinds`` (None: all) for which
+    ``where(record)`` holds (None: all); it is called only when there is at least one."""
 
-    def deco(fn: Render) -> Render:
-        SECTIONS[name] = Section(name, title, order, fn, markdown)
+    def deco(fn: Build) -> Build:
+        SECTIONS[name] = Section(name, title, order, fn, None if kinds is None else frozenset(kinds), where)
         return fn
 
     return deco
@@ -90,99 +101,3 @@ def legends_outside(fig) -> None:
         elif len(rows) <= 1:
             ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=size, frameon=False,
                       ncol=min(2, len(labels)))
-
-
-def fmt(v: object) -> str:
-    """Cell text: floats with 2 decimals, None as empty."""
-    if isinstance(v, float):
-        return f"{v:.2f}"
-    return "" if v is None else str(v)
-
-
-def table(headers: list[str], rows: list[list[object]], cls: str | None = None) -> Markup:
-    """An HTML table of text cells (see :func:`fmt`); ``cls``: its CSS class (``"text"``: left-aligned)."""
-    return markup.table(headers, [[fmt(v) for v in r] for r in rows], cls)
-
-
-_PIPE = re.compile(r"(\\*)\|")
-
-
-def md_cell(v: object) -> str:
-    """A Markdown table cell's text: :func:`fmt`, line breaks as spaces, every ``|`` escaped as ``\\|`` (with the
-    backslashes right before it doubled, so data never closes the cell)."""
-    text = fmt(v)
-    if "\n" in text or "\r" in text:
-        text = " ".join(text.splitlines())
-    return _PIPE.sub(lambda m: m.group(1) * 2 + "\\|", text)
-
-
-def md_table(headers: list[str], rows: list[list[object]]) -> str:
-    """The same table as GitHub Markdown: every row has the header's cells; ``|`` and line breaks are escaped."""
-    width = len(headers)
-    lines = ["| " + " | ".join(md_cell(h) for h in headers) + " |", "|" + "---|" * width]
-    for r in rows:
-        if len(r) != width:
-            raise ValueError(f"a Markdown table row has {len(r)} cells, its header {width}")
-        lines.append("| " + " | ".join(md_cell(v) for v in r) + " |")
-    return "\n".join(lines)
-
-
-class TextOnly(Context):
-    """A context for Markdown output: figures are closed, not saved (the page's figures have no Markdown form)."""
-
-    def figure(self, fig, name: str, alt: str) -> Markup:
-        import matplotlib.pyplot as plt
-
-        plt.close(fig)
-        return Markup("")
-
-
-def html_markdown(fragment: str) -> str:
-    """A section's HTML as Markdown: paragraphs and headings as text, tables as Markdown tables, images dropped."""
-    from html.parser import HTMLParser
-
-    class Parser(HTMLParser):
-        def __init__(self) -> None:
-            super().__init__(convert_charrefs=True)
-            self.blocks: list[str] = []
-            self.text: list[str] = []
-            self.rows: list[list[str]] | None = None
-            self.cell: list[str] | None = None
-
-        def handle_starttag(self, tag, attrs) -> None:
-            if tag == "table":
-                self._flush()
-                self.rows = []
-            elif tag == "tr" and self.rows is not None:
-                self.rows.append([])
-            elif tag in ("td", "th"):
-                self.cell = []
-            elif tag == "br":
-                self.text.append(" ")
-
-        def handle_endtag(self, tag) -> None:
-            if tag in ("td", "th") and self.cell is not None and self.rows:
-                self.rows[-1].append(" ".join("".join(self.cell).split()))
-                self.cell = None
-            elif tag == "table" and self.rows is not None:
-                rows = [r for r in self.rows if r]
-                if rows:
-                    self.blocks.append(md_table(rows[0], rows[1:]))
-                self.rows = None
-            elif tag in ("p", "h3", "h4", "li", "div"):
-                self._flush(bold=tag in ("h3", "h4"))
-
-        def handle_data(self, data: str) -> None:
-            (self.cell if self.cell is not None else self.text).append(data)
-
-        def _flush(self, bold: bool = False) -> None:
-            text = " ".join("".join(self.text).split())
-            if text:
-                self.blocks.append(f"**{text}**" if bold else text)
-            self.text = []
-
-    p = Parser()
-    p.feed(fragment)
-    p.close()
-    p._flush()
-    return "\n\n".join(p.blocks)

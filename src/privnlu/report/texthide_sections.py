@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from functools import partial
 from pathlib import PurePath
 
 from ..io import repeat_of
 from ..paper_values import compare_cells, lookup
 from ..paper_values import huang2020 as paper
 from ..schemes import from_record
-from .markup import Markup, heading, join, para
-from .registry import Context, md_table, plural, section, table
+from .content import Content, Figure, Heading, Para, Table, either, html_only, markdown_only
+from .registry import plural, section
 
 VARIANTS = ("baseline", "texthide-intra", "texthide-inter")
 SHORT = {"baseline": "baseline", "texthide-intra": "intra", "texthide-inter": "inter"}
@@ -80,13 +81,14 @@ def encoder_name(enc: dict) -> str:
 
 def setting(r: dict, n_train: bool = True) -> str:
     """Encoder, pooling, frozen or fine-tuned, training examples: how a run differs from the paper's setting
-    (without the number of training examples when ``n_train`` is False, for a table that has a column for it)."""
+    (without the number of training examples when ``n_train`` is False, for a table that has a column for it, or
+    when the record does not state it)."""
     enc = r.get("encoder") or {}
     name = encoder_name(enc)
     mode = "fine-tuned (joint)" if r.get("mode") == "joint" else "frozen"
     sel = "epoch selected on 10% of train held out" if r.get("selection") else "last epoch"
     return (f"{name} ({enc.get('layers', '?')} layers, d = {enc.get('hidden_size', '?')}, {enc.get('pooling', '?')}), "
-            f"{mode}, " + (f"{r['n_train']} train, " if n_train else "") + sel)
+            f"{mode}, " + (f"{r['n_train']} train, " if n_train and r.get("n_train") is not None else "") + sel)
 
 
 def _settings_line(records: list[dict]) -> str:
@@ -157,28 +159,10 @@ def _mean_reduction(var: str, entries: list[tuple[float, str | None, bool]]) -> 
             + (f" (paper, same tasks, primary metric: {same:.2f})" if same is not None else ""))
 
 
-def texthide_table_md(records: list[dict]) -> str | None:
-    """Table 1 for a docs page: the setting, the same for every row but the training examples, moves under it."""
-    rows, summary = table1_rows(records)
-    if not rows:
-        return None
-    runs = [r for v in _by_task(records).values() for r in v.values()]
-    head = TABLE1_HEAD[:2] + ["train examples"] + TABLE1_HEAD[3:]
-    n_train = {(f"{t} ({m})"): (v.get("baseline") or next(iter(v.values())))["n_train"] for (t, m), v in _by_task(records).items()}
-    compact = [row[:2] + [n_train[row[0]]] + row[3:] for row in rows]
-    return f"{md_table(head, compact)}\n\n{_settings_line(runs)}\n\n{summary}\n\n{PAPER_SETTING}"
-
-
-@section("texthide_table", "TextHide: baseline vs intra vs inter (paper Table 1)", order=10, markdown=texthide_table_md)
-def texthide_table(records: list[dict], ctx: Context) -> Markup | None:
-    rows, summary = table1_rows(records)
-    if not rows:
-        return None
-    html = join(table(TABLE1_HEAD, rows), para(summary), para(PAPER_SETTING))
+def _table1_plot(by_task: dict[tuple[str, str], dict[str, dict]]):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    by_task = _by_task(records)
     keys = list(by_task)
     fig, ax = plt.subplots(figsize=(max(5, 1.5 * len(keys)), 3.4))
     w = 0.27
@@ -195,7 +179,25 @@ def texthide_table(records: list[dict], ctx: Context) -> Markup | None:
     ax.set_ylabel("dev score (task metric x100)")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_title("TextHide Table 1: ours (bars) vs the paper (black)")
-    return html + ctx.figure(fig, "texthide_table1", "bar chart of baseline, intra and inter per task, paper marked")
+    return fig
+
+
+@section("texthide_table", "TextHide: baseline vs intra vs inter (paper Table 1)", order=10, kinds=("train",))
+def texthide_table(records: list[dict]) -> Content | None:
+    """Table 1 per task and mode; in Markdown the setting, the same for every row but the training examples, moves
+    under the table."""
+    rows, summary = table1_rows(records)
+    if not rows:
+        return None
+    by_task = _by_task(records)
+    runs = [r for v in by_task.values() for r in v.values()]
+    n_train = {(f"{t} ({m})"): (v.get("baseline") or next(iter(v.values())))["n_train"] for (t, m), v in by_task.items()}
+    compact = [row[:2] + [n_train[row[0]]] + row[3:] for row in rows]
+    return [either(Table(TABLE1_HEAD, rows),
+                   [Table(TABLE1_HEAD[:2] + ["train examples"] + TABLE1_HEAD[3:], compact), Para(_settings_line(runs))]),
+            Para(summary), Para(PAPER_SETTING),
+            Figure(partial(_table1_plot, by_task), "texthide_table1",
+                   "bar chart of baseline, intra and inter per task, paper marked")]
 
 
 def _m_rank(m: object) -> int:
@@ -240,41 +242,42 @@ def _curve_md_rows(runs: list[dict]) -> list[list[object]]:
     return rows
 
 
-def curves_md(records: list[dict]) -> str | None:
-    runs = _curve_runs(records)
-    return (md_table(CURVE_MD_HEAD, _curve_md_rows(runs)) + "\n\nDev scores of the epochs, one run each; the epoch is "
-            "chosen on the 10% of train held out, never on dev. \"First epochs at the majority class\": how many epochs "
-            "the run scored exactly the majority class before it learned anything (the HTML report draws every curve).") \
-        if runs else None
+def _curves_plot(group: str, task: str, mode: str, rs: list[dict]):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    for r in rs:
+        name = r["label"].removeprefix(f"{task}-") + (f" ({r['spec']['public']})" if r.get("inter") else "")
+        line, = ax.plot(range(1, len(r["dev_curve"]) + 1), r["dev_curve"], label=name)
+        e = r["selection"]["chosen_epoch"]
+        ax.plot([e], [r["dev_curve"][e - 1]], marker="o", color=line.get_color())
+    maj = (rs[0].get("majority") or {}).get("score")
+    if maj is not None:
+        ax.axhline(maj, color="grey", linestyle=":", label="majority class")
+    ax.set_xlabel("epoch (dot: chosen on held-out train)")
+    ax.set_ylabel("dev score")
+    ax.set_title(f"{group}: {task}, {mode}")
+    ax.legend(fontsize=6)
+    return fig
 
 
-@section("texthide_curves", "TextHide: dev learning curves (epoch chosen on held-out train)", order=15, markdown=curves_md)
-def texthide_curves(records: list[dict], ctx: Context) -> Markup | None:
+@section("texthide_curves", "TextHide: dev learning curves (epoch chosen on held-out train)", order=15,
+         kinds=("train",))
+def texthide_curves(records: list[dict]) -> Content | None:
+    """The page draws every curve; the docs give each in a few numbers."""
     runs = _curve_runs(records)
     if not runs:
         return None
-    import matplotlib.pyplot as plt
-
-    html = Markup("")
     groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for r in runs:
         groups[(r["group"], r["task"], r.get("mode", "frozen"))].append(r)
-    for (group, task, mode), rs in sorted(groups.items()):
-        fig, ax = plt.subplots(figsize=(5.5, 3.2))
-        for r in rs:
-            name = r["label"].removeprefix(f"{task}-") + (f" ({r['spec']['public']})" if r.get("inter") else "")
-            line, = ax.plot(range(1, len(r["dev_curve"]) + 1), r["dev_curve"], label=name)
-            e = r["selection"]["chosen_epoch"]
-            ax.plot([e], [r["dev_curve"][e - 1]], marker="o", color=line.get_color())
-        maj = (rs[0].get("majority") or {}).get("score")
-        if maj is not None:
-            ax.axhline(maj, color="grey", linestyle=":", label="majority class")
-        ax.set_xlabel("epoch (dot: chosen on held-out train)")
-        ax.set_ylabel("dev score")
-        ax.set_title(f"{group}: {task}, {mode}")
-        ax.legend(fontsize=6)
-        html += ctx.figure(fig, f"curves_{group}_{task}_{mode}", f"dev learning curves, {group} {task} {mode}")
-    return html + table(CURVE_HEAD, _curve_rows(runs))
+    return [*[Figure(partial(_curves_plot, group, task, mode, rs), f"curves_{group}_{task}_{mode}",
+                     f"dev learning curves, {group} {task} {mode}") for (group, task, mode), rs in sorted(groups.items())],
+            either(Table(CURVE_HEAD, _curve_rows(runs)),
+                   [Table(CURVE_MD_HEAD, _curve_md_rows(runs)),
+                    Para("Dev scores of the epochs, one run each; the epoch is chosen on the 10% of train held out, "
+                         "never on dev. \"First epochs at the majority class\": how many epochs the run scored exactly "
+                         "the majority class before it learned anything (the HTML report draws every curve).")])]
 
 
 def sweep_grids(records: list[dict]) -> dict[tuple, tuple[list[str], list[int], dict[tuple[str, int], float]]]:
@@ -308,47 +311,48 @@ def _grid_setting(records: list[dict], task: str, inter: bool, mode: str) -> str
     return "; ".join(sets) + (f"; majority class {next(iter(maj)):.2f}" if len(maj) == 1 else "") + "; one run per point"
 
 
-def texthide_sweep_md(records: list[dict]) -> str | None:
-    parts = [f"{task}{' (inter)' if inter else ''}, {mode} ({_grid_setting(records, task, inter, mode)}); "
-             "(m, k) = (0, 1) is the baseline:\n\n" + md_table(*_grid_rows(ms, ks, grid))
-             for (task, inter, mode), (ms, ks, grid) in sweep_grids(records).items()]
-    if not parts:
-        return None
-    return "\n\n".join(parts) + (f"\n\nThe paper's Figure 2 (BERT-base fine-tuned, eight GLUE tasks) is an image; its "
-                                  f"text says: {_claims('Figure 2')}")
+def _sweep_plot(records: list[dict], task: str, inter: bool, mode: str, ms: list[str], ks: list[int],
+                grid: dict[tuple[str, int], float]):
+    import matplotlib.pyplot as plt
+
+    name = f"{task}{' inter' if inter else ''}, {mode}"
+    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    for k in ks:
+        xs = [i for i, m in enumerate(ms) if (m, k) in grid]
+        ax.plot(xs, [grid[(ms[i], k)] for i in xs], marker="o", label=f"k={k}")
+    maj = {(r.get("majority") or {}).get("score") for r in _train(records, groups={"sweep", "figure2"})
+           if (r["task"], r["inter"], r.get("mode", "frozen")) == (task, inter, mode)} - {None}
+    if len(maj) == 1:  # the majority-class line; points at or below it crossed out
+        floor = maj.pop()
+        ax.axhline(floor, color="grey", linestyle=":", label="majority class")
+        flat = [(i, grid[(m, k)]) for k in ks for i, m in enumerate(ms) if (m, k) in grid and grid[(m, k)] <= floor]
+        if flat:
+            ax.scatter(*zip(*flat), marker="x", s=60, color="red", zorder=4,
+                       label="no useful utility (at or below the majority class)")
+    ax.set_xticks(range(len(ms)), ms)
+    ax.set_xlabel("m (mask pool size)")
+    ax.set_ylabel("score")
+    ax.set_title(f"{name}: score vs m and k")
+    ax.legend(fontsize=8)
+    return fig
 
 
-@section("texthide_sweep", "TextHide: metric against m and k (paper Figure 2)", order=20, markdown=texthide_sweep_md)
-def texthide_sweep(records: list[dict], ctx: Context) -> Markup | None:
+@section("texthide_sweep", "TextHide: metric against m and k (paper Figure 2)", order=20, kinds=("train",))
+def texthide_sweep(records: list[dict]) -> Content | None:
     grids = sweep_grids(records)
     if not grids:
         return None
-    import matplotlib.pyplot as plt
-
-    html = para(f"The paper's Figure 2 is an image; its text says: {_claims('Figure 2')}")
+    out: list = [html_only(Para(f"The paper's Figure 2 is an image; its text says: {_claims('Figure 2')}"))]
     for (task, inter, mode), (ms, ks, grid) in grids.items():
         name = f"{task}{' inter' if inter else ''}, {mode}"
-        html += join(heading(3, name), table(*_grid_rows(ms, ks, grid)))
-        fig, ax = plt.subplots(figsize=(5.5, 3.2))
-        for k in ks:
-            xs = [i for i, m in enumerate(ms) if (m, k) in grid]
-            ax.plot(xs, [grid[(ms[i], k)] for i in xs], marker="o", label=f"k={k}")
-        maj = {(r.get("majority") or {}).get("score") for r in _train(records, groups={"sweep", "figure2"})
-               if (r["task"], r["inter"], r.get("mode", "frozen")) == (task, inter, mode)} - {None}
-        if len(maj) == 1:  # the majority-class line; points at or below it crossed out
-            floor = maj.pop()
-            ax.axhline(floor, color="grey", linestyle=":", label="majority class")
-            flat = [(i, grid[(m, k)]) for k in ks for i, m in enumerate(ms) if (m, k) in grid and grid[(m, k)] <= floor]
-            if flat:
-                ax.scatter(*zip(*flat), marker="x", s=60, color="red", zorder=4,
-                           label="no useful utility (at or below the majority class)")
-        ax.set_xticks(range(len(ms)), ms)
-        ax.set_xlabel("m (mask pool size)")
-        ax.set_ylabel("score")
-        ax.set_title(f"{name}: score vs m and k")
-        ax.legend(fontsize=8)
-        html += ctx.figure(fig, f"sweep_{task}{'_inter' if inter else ''}_{mode}", f"{name} sweep")
-    return html
+        out += [either(Heading(3, name), Para(f"{task}{' (inter)' if inter else ''}, {mode} "
+                                              f"({_grid_setting(records, task, inter, mode)}); (m, k) = (0, 1) is the "
+                                              "baseline:")),
+                Table(*_grid_rows(ms, ks, grid)),
+                Figure(partial(_sweep_plot, records, task, inter, mode, ms, ks, grid),
+                       f"sweep_{task}{'_inter' if inter else ''}_{mode}", f"{name} sweep")]
+    return [*out, markdown_only(Para("The paper's Figure 2 (BERT-base fine-tuned, eight GLUE tasks) is an image; its "
+                                     f"text says: {_claims('Figure 2')}"))]
 
 
 TABLE6_HEAD = ["run", "public corpus", "n public", "n private", "paper: acc.", "ours (mean of runs)", "diff",
@@ -386,21 +390,19 @@ def _table6_note() -> str:
             f"its training set), so our inter rows have no paper cell. The paper: \u201c{claim.claim}\u201d")
 
 
-def table6_md(records: list[dict]) -> str | None:
+@section("texthide_table6", "TextHide-inter with different public corpora (paper Table 6)", order=25,
+         kinds=("train",))
+def texthide_table6(records: list[dict]) -> Content | None:
+    """In Markdown the setting column moves under the table."""
     rows = table6_rows(records)
     if not rows:
         return None
     runs = _train(records, groups={"table6"})
     maj = {(r.get("majority") or {}).get("score") for r in runs} - {None}
-    compact = [row[:-1] for row in rows]
-    return (md_table(TABLE6_HEAD[:-1], compact) + f"\n\n{_settings_line(runs)}"
-            + (f" Majority class: {next(iter(maj)):.2f}." if len(maj) == 1 else "") + f"\n\n{_table6_note()}")
-
-
-@section("texthide_table6", "TextHide-inter with different public corpora (paper Table 6)", order=25, markdown=table6_md)
-def texthide_table6(records: list[dict], ctx: Context) -> Markup | None:
-    rows = table6_rows(records)
-    return join(table(TABLE6_HEAD, rows), para(_table6_note())) if rows else None
+    return [either(Table(TABLE6_HEAD, rows),
+                   [Table(TABLE6_HEAD[:-1], [row[:-1] for row in rows]),
+                    Para(_settings_line(runs) + (f" Majority class: {next(iter(maj)):.2f}." if len(maj) == 1 else ""))]),
+            Para(_table6_note())]
 
 
 # -- Table 5: a second encoder family --------------------------------------------------------------------------------
@@ -542,21 +544,14 @@ def _table5_paper_note(records: list[dict]) -> str:
     return TABLE5_PAPER + (" " + TABLE5_FROZEN if frozen else "")
 
 
-def table5_md(records: list[dict]) -> str | None:
+@section("texthide_table5", "TextHide with a second encoder family (paper Table 5)", order=12, kinds=("train",))
+def texthide_table5(records: list[dict]) -> Content | None:
     rows = table5_rows(records)
     if not rows:
         return None
     runs = [r for v in _table5_runs(records).values() for cell in v.values() for r in cell]
-    return (f"{md_table(TABLE5_HEAD, rows)}\n\n{TABLE5_NOTE}\n\n{_settings_line(runs)}\n\n{_table5_budget(records)}"
-            f"\n\n{_table5_paper_note(records)}")
-
-
-@section("texthide_table5", "TextHide with a second encoder family (paper Table 5)", order=12, markdown=table5_md)
-def texthide_table5(records: list[dict], ctx: Context) -> Markup | None:
-    rows = table5_rows(records)
-    return (join(table(TABLE5_HEAD, rows), para(TABLE5_NOTE), para(_table5_budget(records)),
-                 para(_table5_paper_note(records)))
-            if rows else None)
+    return [Table(TABLE5_HEAD, rows), Para(TABLE5_NOTE), markdown_only(Para(_settings_line(runs))),
+            Para(_table5_budget(records)), Para(_table5_paper_note(records))]
 
 
 RUN_HEAD = ["run", "group", "mode", "DP (mechanism, epsilon, calibration)", "eval mask", "|x| head", "reported score",
@@ -580,8 +575,6 @@ def run_rows(records: list[dict]) -> list[list[object]]:
             for r in _train(records)]
 
 
-@section("runs", "All training runs", order=1000,
-         markdown=lambda recs: md_table(RUN_HEAD, run_rows(recs)) if run_rows(recs) else None)
-def all_runs(records: list[dict], ctx: Context) -> Markup | None:
-    rows = run_rows(records)
-    return table(RUN_HEAD, rows) if rows else None
+@section("runs", "All training runs", order=1000, kinds=("train",))
+def all_runs(records: list[dict]) -> Content:
+    return [Table(RUN_HEAD, run_rows(records))]

@@ -12,8 +12,8 @@ formal guarantee (``guarantee()``) and its threat model (``threat``: what it rel
 'texthide-intra-m16-k2'
 
 Old names (``dp``, ``texthide-intra``, ``rep``, ``token``, ``text``, ``sequence``, ...) still resolve, with one
-deprecation line each, until the next release. Adding a scheme is one module that registers a subclass (see
-docs/design/architecture.md).
+deprecation line each, until the next release. Adding a scheme is one module that registers a subclass of a release kind
+(:mod:`.kinds`; see docs/design/schemes.md).
 """
 
 from . import none, texthide, dp_ie, dchi, dp_sgd  # noqa: F401, I001 (each registers its schemes, in this order)
@@ -22,10 +22,12 @@ from .dchi import DchiScheme, DchiSequence, DchiText, DchiToken
 from .dp_ie import DPInstanceEncoding
 from .dp_sgd import DPSGD
 from .none import NoPrivacy
+from .kinds import EncodingScheme, FeatureRelease, ModelScheme, ReleasedOnceScheme
 from .registry import (ALIASES, SCHEMES, canonical, create, for_finetune_mode, from_record, get, names, options,
-                       register)
+                       register, registered, unregister)
 from .texthide import TextHideInter, TextHideIntra
 
 __all__ = ["ALIASES", "SCHEMES", "DPInstanceEncoding", "DPSGD", "DchiScheme", "DchiSequence", "DchiText", "DchiToken",
+           "EncodingScheme", "FeatureRelease", "ModelScheme", "ReleasedOnceScheme", "registered", "unregister",
            "Guarantee", "NoPrivacy", "Scheme", "TextHideInter", "TextHideIntra", "ThreatModel", "canonical", "create",
            "for_finetune_mode", "from_record", "get", "names", "options", "register"]

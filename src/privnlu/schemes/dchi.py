@@ -16,42 +16,36 @@ provider's frozen encoder sees it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ..errors import PrivnluError
 from ..options import OPTIONS
 from ..params import ETA, param
-from .base import Guarantee, Scheme, ThreatModel
+from .base import Guarantee, ThreatModel
+from .kinds import FeatureRelease, ReleasedOnceScheme
 from .registry import register
 
-
-
-@dataclass
-class FeatureRelease:
-    """A split released under d_chi as the provider's encoder sees it: one representation per row, and for the kept
-    rows (the audited private sentences) what the attacker sees: (token ids, attention mask, released tensor)."""
-
-    features: Any
-    kept: dict[int, tuple[Any, Any, Any]] = field(default_factory=dict)
-    surviving: int = 0  # privatized tokens left unchanged (text-to-text)
-    privatized: int = 0  # privatized token positions
+__all__ = ["DchiScheme", "DchiSequence", "DchiText", "DchiToken", "FeatureRelease"]
 
 
 @dataclass(frozen=True)
-class DchiScheme(Scheme):
+class DchiScheme(ReleasedOnceScheme):
     """A d_chi release at ``eta`` (see the module docstring)."""
 
     paper = "Qu et al. 2021"
-    release = "once"
     formal = "metric-dp"
     known_leakage = ("d_chi bounds how distinguishable two inputs are by their embedding distance (eta d(x, x')); "
                      "nearest-neighbour inversion of the released tokens recovers a share that grows with eta "
                      "(docs/papers/qu2021.md).")
     #: the mechanism's name in :mod:`privnlu.mechanisms.dchi_text` (M_txt, M_rep, M_seq)
     mechanism: ClassVar[str] = ""
-    #: the fine-tuning mode of Qu et al.'s Table 4 (``privnlu dchi finetune``)
-    finetune_mode: ClassVar[str] = ""
     unit: ClassVar[str] = "token"
+    #: True if the mechanism noises each token (so that some tokens may come out unchanged)
+    per_token: ClassVar[bool] = True
+    #: the distance eta multiplies, in words
+    metric: ClassVar[str] = ("d(x, x') = sum over positions of ||phi(x_i) - phi(x'_i)||_2 between token embeddings "
+                             "(same length)")
 
     eta: float | None = param(OPTIONS["eta"])
 
@@ -66,8 +60,7 @@ class DchiScheme(Scheme):
 
     def guarantee(self, *, model: str = "the encoder", **context: Any) -> Guarantee:
         self.require("eta")
-        metric = ("d(x, x') = ||h(x) - h(x')||_2 between sentence representations" if self.unit != "token" else
-                  "d(x, x') = sum over positions of ||phi(x_i) - phi(x'_i)||_2 between token embeddings (same length)")
+        metric = self.metric
         return Guarantee("metric-dp", f"eta-d_chi (metric DP), eta = {self.eta:g} per {self.unit}: P(M(x) in S) <= "
                                       f"exp(eta d(x, x')) P(M(x') in S), {metric} of {model}; not an (epsilon, "
                                       "delta)-DP guarantee", eta=self.eta, unit=self.unit)
@@ -80,12 +73,52 @@ class DchiScheme(Scheme):
         return DchiPrivatizer.load(eta=self.eta, mechanism=self.mechanism, model=model, rng=rng,
                                    max_length=max_length, hnsw=hnsw)
 
-    def release_features(self, encoder: Any, space: Any, ds: Any, clean: Any, rng: Any, *, max_length: int,
-                         batch_size: int = 64, keep: Any = None, progress: bool = True, desc: str = "") -> FeatureRelease:
-        """Every row of ``ds`` privatized once on the user's side, as the provider's frozen ``encoder`` represents
-        it (``clean``: the clean representations, which sequence-rep noises); special tokens and padding are never
-        noised (:func:`privnlu.mechanisms.dchi.privatized_positions`)."""
-        raise NotImplementedError
+    def ledger_entry(self, *, calibration: Any = None, model: str = "the encoder") -> dict[str, Any]:
+        g = self.guarantee(model=model)
+        return {"guarantee": "metric-dp", "mechanism": self.name, "eta": g.eta, "meaning": g.text}
+
+    def release_space(self, encoder: Any) -> Any:
+        """The encoder's token-embedding space (:class:`~privnlu.mechanisms.dchi.TokenSpace`); special tokens and
+        padding are never noised (:func:`privnlu.mechanisms.dchi.privatized_positions`)."""
+        from ..mechanisms.dchi import TokenSpace
+
+        return TokenSpace.from_model(encoder.model, encoder.tokenizer)
+
+    # -- the audit grid: one point per --dchi-targets, eta calibrated for each
+
+    @classmethod
+    def audit_points(cls, settings: Any) -> list[dict[str, Any]]:
+        return [{"target": t} for t in settings.dchi_targets]
+
+    @classmethod
+    def audit_point_name(cls, point: dict[str, Any]) -> str:
+        return f"{cls.name}-t{point['target']:g}"
+
+    @classmethod
+    def audit_scheme(cls, point: dict[str, Any], settings: Any, *, eta: float | None = None) -> "DchiScheme":
+        return cls(eta=eta)
+
+    @classmethod
+    def audit_check(cls, settings: Any) -> None:
+        if settings.mode == "joint":
+            raise PrivnluError("d_chi schemes are audited in frozen mode only; for joint fine-tuning under d_chi use "
+                               "'privnlu dchi finetune', or pass --schemes without the dchi-* ones")
+
+    # -- the model card
+
+    def card_block(self, privacy: dict, *, joint: bool) -> dict[str, Any]:
+        eta = {"dchi_eta": privacy["eta"]} if privacy.get("eta") is not None else {}
+        return {**eta, "formal_guarantee": "none"}
+
+    def card_rows(self, privacy: dict) -> list[str]:
+        return [f"| d_chi eta | {privacy['eta']} |"] if privacy.get("eta") is not None else []
+
+    def card_query(self, privacy: dict) -> str:
+        from ..models.saving import ENCODER_DRAWS
+
+        return (f"Each query is privatized on the user's side with {self.name} at eta = {privacy.get('eta')}; a "
+                f"prediction averages {ENCODER_DRAWS} privatizations seeded by the query (deterministic; "
+                "`--samples N`: N fresh ones).")
 
 
 @register
@@ -146,6 +179,8 @@ class DchiSequence(DchiScheme):
     mechanism = "sequence"
     finetune_mode = "sequence"
     unit = "sentence representation"
+    per_token = False
+    metric = "d(x, x') = ||h(x) - h(x')||_2 between sentence representations"
     threat = ThreatModel(
         releases="the user-side sentence representation plus d_chi noise",
         adversary="the provider, or anyone who receives it, knowing the encoder and eta",
@@ -168,7 +203,8 @@ def _token_release(scheme: DchiScheme, enc: Any, space: Any, ds: Any, rng: Any, 
     import torch
     from tqdm.auto import tqdm
 
-    from ..mechanisms.dchi import m_rep, m_txt, privatized_positions
+    from ..mechanisms.dchi import privatized_positions
+    from ..mechanisms.dchi_modes import mechanism
     from ..models.encoder import pool
 
     scheme.require("eta")
@@ -185,12 +221,12 @@ def _token_release(scheme: DchiScheme, enc: Any, space: Any, ds: Any, rng: Any, 
             ids, mask, types = tok["input_ids"], tok["attention_mask"], tok.get("token_type_ids")
             pos = privatized_positions(space, ids, mask)
             rel.privatized += int(pos.sum())
-            if scheme.mechanism == "text":
-                new = m_txt(space, ids, eta, rng, mask)
+            mech = mechanism(scheme.mechanism)
+            new = mech.tokens(space, ids, eta, rng, mask)
+            if mech.sends_tokens:
                 rel.surviving += int((new[pos] == ids[pos]).sum())
                 h = enc(new, mask, types)
             else:
-                new = m_rep(space, ids, eta, rng, mask)
                 o = enc.model(inputs_embeds=new.to(enc.device), attention_mask=mask.to(enc.device),
                               token_type_ids=None if types is None else types.to(enc.device))
                 h = pool(o, mask.to(enc.device), enc.pooling)

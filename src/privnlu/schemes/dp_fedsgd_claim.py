@@ -5,7 +5,8 @@ epsilon beside the mechanism it came from:
 
 * ``dp`` (``dp_fedsgd`` in a model folder), DP-FedSGD's :meth:`~.dp.DPFedSGD.report`: ``releases`` Gaussian
   mechanisms with noise multiplier ``noise_multiplier`` at ``delta``. :func:`verify_dp_fedsgd` recomputes the
-  client-level epsilon with :func:`~.dp_accounting.epsilon_spent` (dp-accounting PLD, as the run did);
+  client-level epsilon with :func:`~privnlu.mechanisms.dp_fedsgd.epsilon_spent` (dp-accounting PLD through
+  :mod:`privnlu.accounting`, as the run did);
 * ``client_dp``, client-side DP-SGD's :func:`~.client_dp.client_dp_report`: each client's Poisson-subsampled
   Gaussian steps. :func:`verify_client_dp` recomputes every client's epsilon from its noise multiplier, sampling
   rate, steps and delta (:func:`~privnlu.schemes.dp_sgd_claim.verify_dp_sgd`, Opacus's PRV accountant, as the run
@@ -57,7 +58,7 @@ def verify_dp_fedsgd(dp: Any, *, where: str) -> float:
 def _spent(z: float, rounds: int, delta: float, where: str) -> float:
     try:
         return _epsilon_spent(z, rounds, delta)
-    except (OverflowError, ZeroDivisionError, ValueError, FloatingPointError, MemoryError) as exc:
+    except (OverflowError, ZeroDivisionError, ValueError, FloatingPointError, MemoryError, PrivnluError) as exc:
         why = " ".join(str(exc).split())[:120] or type(exc).__name__
         raise PrivnluError(f"{where}: cannot verify the DP-FedSGD epsilon of noise multiplier {z:.4g}, {rounds} "
                            f"rounds, delta {delta:g} ({why})") from None

@@ -16,15 +16,18 @@ holds (:meth:`DPInstanceEncoding.guarantee` says so; the CLI warns).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..choices import NOISE_READINGS
 from ..errors import require_choice
 from ..options import OPTIONS
-from ..params import check_dp_settings, param
+from ..params import check_dp_settings, m_label, param, parse_m
 from .base import Guarantee, ThreatModel
 from .registry import register
 from .texthide import K, M, TextHideIntra
+
+if TYPE_CHECKING:
+    from dp_accounting import DpEvent
 
 #: why DP instance encoding gives no guarantee when the encoder is fine-tuned on the private data
 JOINT_DP_CAVEAT = ("the encoder was fine-tuned with gradients of the clean private inputs, so one example changes the "
@@ -110,7 +113,109 @@ class DPInstanceEncoding(TextHideIntra):
         return DPTextHide.from_settings(self.settings, self.m, self.k, dim=dim, rng=rng, epochs=epochs,
                                         public=public if self.inter else None, pool=pool, noise=self.noise)
 
-    release_hider = hider
+    def release_calibration(self, *, dim: int, epochs: int) -> Any:
+        return self.calibrate(dim=dim, epochs=epochs)
+
+    def attack_mechanism(self, *, dim: int, epochs: int) -> Any:
+        return self.calibrate(dim=dim, epochs=epochs).mechanism
+
+    def released_what(self, dim: int) -> str:
+        return f"({dim}-d noisy encodings)"
+
+    def ledger_entry(self, *, calibration: Any = None, model: str = "the encoder") -> dict[str, Any]:
+        """The whole release, from its :class:`~privnlu.mechanisms.dp.Calibration`."""
+        cal = calibration.to_json()
+        return {"guarantee": "dp", "mechanism": f"{self.name}-{calibration.mechanism.kind}-{calibration.calibration}",
+                "epsilon": calibration.epsilon, "delta": calibration.delta, "events": self.required_dp_event(cal),
+                "meaning": f"({calibration.epsilon:.4g}, {calibration.delta:g})-DP per example for the whole release "
+                           f"({cal['label']})"}
+
+    def record_dp(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self.settings)
+
+    def joint_warning(self) -> str | None:
+        return (f"warning: --scheme {self.name} with --mode joint gives no DP guarantee "
+                f"({self.guarantee(joint=True).text}); use --mode frozen (or an encoder fine-tuned on public data) "
+                "for a release with the guarantee")
+
+    def ledger_train_refusal(self) -> str | None:
+        return f"--ledger with {self.name}: record its encodings with privnlu dp encode --ledger"
+
+    # -- the audit grid: one point per --dp-epsilons at --dp-point
+
+    @classmethod
+    def audit_points(cls, settings: Any) -> list[dict[str, Any]]:
+        m, k = settings.dp_point
+        return [{"m": parse_m(m), "k": k, "epsilon": e} for e in settings.dp_epsilons]
+
+    @classmethod
+    def audit_point_name(cls, point: dict[str, Any]) -> str:
+        return f"{cls.name}-m{m_label(point['m'])}-k{point['k']}-eps{point['epsilon']:g}"
+
+    @classmethod
+    def audit_scheme(cls, point: dict[str, Any], settings: Any, *, eta: float | None = None) -> "DPInstanceEncoding":
+        return cls(m=point["m"], k=point["k"], epsilon=point["epsilon"], mechanism=settings.dp_mechanism,
+                   delta=settings.dp_delta, clip=settings.dp_clip)
+
+    # -- the model card and prediction
+
+    def card_tags(self) -> list[str]:
+        return ["differential-privacy"]
+
+    def card_block(self, privacy: dict, *, joint: bool) -> dict[str, Any]:
+        p, dp = privacy, privacy.get("dp")
+        block = super().card_block(p, joint=joint)
+        del block["formal_guarantee"]
+        if dp:
+            block.update(dp_mechanism=dp.get("mechanism"), dp_target_epsilon=dp.get("target_epsilon"),
+                         dp_delta=dp.get("delta"), dp_clip=dp.get("clip"), dp_clip_norm=dp.get("clip_norm"),
+                         dp_calibration=dp.get("calibration"),
+                         dp_accounted_epsilon=_round(dp.get("accounted_epsilon")), dp_noise=_round(dp.get("noise")),
+                         dp_noisy_queries=p.get("noisy_queries"))
+        dp = dp or {}
+        block["formal_guarantee"] = (
+            "none (joint mode: the encoder was fine-tuned on the clean private inputs)" if joint else
+            "(epsilon, delta)-DP per example" if dp.get("valid_dp_guarantee") else
+            "none (one noise vector per batch: not DP)" if dp.get("noise_reading") == "per-batch" else
+            "none (not a valid DP calibration)")
+        return block
+
+    def card_rows(self, privacy: dict) -> list[str]:
+        p, dp = privacy, privacy.get("dp")
+        rows = super().card_rows(p)
+        if dp:
+            rows += [f"| DP mechanism | {dp.get('mechanism')} (clip {dp.get('clip'):g}, {dp.get('clip_norm')}) |",
+                     f"| DP target epsilon, delta | {dp.get('target_epsilon')}, {dp.get('delta'):g} |",
+                     f"| DP calibration | {dp.get('calibration')} |",
+                     f"| accounted epsilon | {dp.get('accounted_epsilon'):.4g} over {dp.get('participations')} "
+                     "encodings per example |" if dp.get("accounted_epsilon") is not None else
+                     "| accounted epsilon | none: one noise vector per batch (Algorithm 1 as printed) is not DP |",
+                     f"| noise on queries | {'yes' if p.get('noisy_queries') else 'no (clean queries)'} |"]
+        return rows
+
+    def query_dp(self, privacy: dict) -> dict | None:
+        return privacy["dp"]
+
+    def query_hider(self, privacy: dict, *, m: float, dim: int, pool: Any, rng: Any) -> Any:
+        from ..mechanisms.dp import DPTextHide, make_mechanism
+
+        dp = privacy["dp"]
+        mech = make_mechanism(dp["mechanism"], clip=float(dp["clip"]), noise=float(dp["noise"]), dim=int(dp["dim"]),
+                              clip_norm=dp["clip_norm"], max_weight=float(dp["max_weight"]))
+        return DPTextHide(m, self.k, dim=dim, rng=rng, mechanism=mech, pool=pool,
+                          noisy_queries=bool(privacy["noisy_queries"]))
+
+    def dp_event(self, *, calibration: dict | None = None, **context: Any) -> DpEvent | None:
+        """The release's DP event from its calibration's JSON: ``participations`` compositions of the noise
+        mechanism; None without a calibration and for the per-batch reading (no finite epsilon)."""
+        from ..accounting import mechanism_event
+
+        if not calibration or self.noise == "per-batch" or calibration.get("noise_reading") == "per-batch":
+            return None
+        return mechanism_event(calibration.get("mechanism"), calibration.get("noise_multiplier"), None,
+                               calibration.get("participations"))
 
     def guarantee(self, *, calibration: dict | None = None, joint: bool = False, **context: Any) -> Guarantee:
         """The guarantee of a release calibrated as ``calibration`` (a calibration's JSON); none in joint mode."""
@@ -133,3 +238,7 @@ class DPInstanceEncoding(TextHideIntra):
         return Guarantee("dp", f"NOT a valid DP guarantee for the target epsilon {cal.get('target_epsilon')} (the "
                                f"paper's per-encoding calibration); the training release is only ({eps:.4g}, "
                                f"{delta:g})-DP per example", epsilon=eps, delta=delta)
+
+
+def _round(v: Any) -> Any:
+    return round(v, 4) if isinstance(v, float) else v

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import PrivnluError, require, require_choice
 from ..options import OPTIONS
 from ..params import DELTA, Option, check_privacy_params, fmt_number, param
-from .base import Guarantee, Scheme, ThreatModel
+from .base import Guarantee, ThreatModel
+from .kinds import ModelScheme
 from .dp_sgd_claim import verify_dp_sgd
 from .registry import register
+
+if TYPE_CHECKING:
+    from dp_accounting import DpEvent
 
 #: Opacus's privacy accountants privnlu offers, and their names in words
 ACCOUNTANTS = {"prv": "PRV (Gopi et al. 2021)", "rdp": "RDP (Mironov 2017)"}
@@ -29,14 +33,13 @@ ACCOUNTANT = Option("accountant", "--dp-accountant", "privacy accountant of DP-S
 
 @register
 @dataclass(frozen=True)
-class DPSGD(Scheme):
+class DPSGD(ModelScheme):
     """Per-example gradient clipping and Gaussian noise in training; (epsilon, delta)-DP per example for the model."""
 
     name = "dp-sgd"
     title = "DP-SGD"
     paper = "Abadi et al. 2016"
     level = "none"  # it privatizes training, not the data
-    release = "model"  # nothing of the data leaves the owner: only the trained model
     formal = "dp"
     federated = False
     threat = ThreatModel(
@@ -91,6 +94,16 @@ class DPSGD(Scheme):
                                "covers each example's text and label, not the pretrained encoder's own data",
                          epsilon=float(eps), delta=delta)
 
+    def dp_event(self, *, calibration: dict | None = None, **context: Any) -> DpEvent | None:
+        """The model's DP event from its DP-SGD record (or the planned noise): ``steps`` Poisson-sampled Gaussian
+        steps; None before the noise is known."""
+        from ..accounting import gaussian_event
+
+        if not calibration:
+            return None
+        require(calibration.get("sample_rate") is not None, "the DP-SGD record has no sampling rate")
+        return gaussian_event(calibration.get("noise_multiplier"), calibration["sample_rate"], calibration.get("steps"))
+
     def check_received(self, record: dict | None, *, where: str) -> None:
         """A DP-SGD model must carry its DP-SGD record, and its epsilon is recomputed from its own noise multiplier,
         sampling rate, steps and delta (:func:`~.dp_sgd_claim.verify_dp_sgd`)."""
@@ -99,19 +112,74 @@ class DPSGD(Scheme):
                                "be checked")
         verify_dp_sgd(record, where=where)
 
-    def hider(self, *, dim: int, rng: Any, epochs: int = 1, public: Any = None, pool: Any = None) -> None:
-        """No encoding: training sees the clean representations (the privacy is in the optimizer)."""
-        return None
+    def private_training(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon, "delta": self.delta, "clip": self.clip, "accountant": self.accountant}
 
-    def release_hider(self, **kwargs: Any) -> Any:
-        raise PrivnluError(self._no_release())
+    def record_dp(self) -> dict[str, Any]:
+        return self.params()
 
-    def calibrate(self, **kwargs: Any) -> Any:
-        raise PrivnluError(self._no_release())
+    def ledger_entry(self, *, calibration: Any = None, model: str = "the encoder") -> dict[str, Any]:
+        """The trained model, from its :class:`~privnlu.training.dp_sgd.DPSGDResult` JSON (or the planned noise)."""
+        c = calibration
+        return {"guarantee": "dp", "mechanism": self.name, "epsilon": c["epsilon"], "delta": c["delta"],
+                "events": self.required_dp_event(c),
+                "meaning": f"({c['epsilon']:.4g}, {c['delta']:g})-DP per example for the trained model (DP-SGD, "
+                           f"{c['steps']} Poisson-sampled steps at q = {c['sample_rate']:.4g}, noise multiplier "
+                           f"{c['noise_multiplier']:.4g})"}
 
-    def _no_release(self) -> str:
-        return (f"{self.name} releases no data, only a model trained privately: use privnlu train --scheme "
-                f"{self.name}")
+    # -- the audit grid: one point per --dp-sgd-epsilons, trained at DP-SGD's own batch size and rate
+
+    @classmethod
+    def audit_points(cls, settings: Any) -> list[dict[str, Any]]:
+        return [{"epsilon": e} for e in settings.dp_sgd_epsilons]
+
+    @classmethod
+    def audit_point_name(cls, point: dict[str, Any]) -> str:
+        return f"{cls.name}-eps{point['epsilon']:g}"
+
+    @classmethod
+    def audit_scheme(cls, point: dict[str, Any], settings: Any, *, eta: float | None = None) -> "DPSGD":
+        return cls(epsilon=point["epsilon"])
+
+    def audit_train(self, train: Any, settings: Any) -> Any:
+        from dataclasses import replace
+
+        return replace(train, batch_size=settings.dp_sgd_batch_size, lr=settings.dp_sgd_lr)
+
+    # -- the model card
+
+    def card_tags(self) -> list[str]:
+        return ["differential-privacy"]
+
+    def card_block(self, privacy: dict, *, joint: bool) -> dict[str, Any]:
+        dp = privacy.get("dp")
+        if not dp:
+            return {"formal_guarantee": "none (no accounted training)"}
+        return {"dp_method": "dp-sgd", "dp_target_epsilon": dp.get("target_epsilon"), "dp_delta": dp.get("delta"),
+                "dp_clip": dp.get("clip"), "dp_noise_multiplier": _round(dp.get("noise_multiplier")),
+                "dp_sample_rate": _round(dp.get("sample_rate")), "dp_steps": dp.get("steps"),
+                "dp_accountant": dp.get("accountant"), "dp_accounted_epsilon": _round(dp.get("epsilon")),
+                "formal_guarantee": "(epsilon, delta)-DP per example"}
+
+    def card_rows(self, privacy: dict) -> list[str]:
+        return dp_sgd_rows(privacy["dp"]) if privacy.get("dp") else []
+
+
+def dp_sgd_rows(dp: dict) -> list[str]:
+    """The Privacy table's rows of a model trained with DP-SGD (a :class:`~privnlu.training.dp_sgd.DPSGDResult`'s
+    JSON), its epsilon verified against its own mechanism first (:func:`~.dp_sgd_claim.verify_dp_sgd`)."""
+    verify_dp_sgd(dp, where="the model's DP-SGD record")
+    target = dp.get("target_epsilon")
+    return [f"| training | DP-SGD (Opacus, {dp.get('grad_sample_mode')} per-example gradients) |",
+            f"| per-example clipping (L2) | {dp['clip']:g} |",
+            f"| noise multiplier | {dp['noise_multiplier']:.4g}"
+            + (f" (calibrated for epsilon {target:g})" if target is not None else " (given)") + " |",
+            f"| Poisson sampling rate, steps | {dp['sample_rate']:.4g}, {dp['steps']} |",
+            f"| accounted epsilon, delta | {dp['epsilon']:.4g}, {dp['delta']:g} ({dp['accountant']} accountant) |"]
+
+
+def _round(v: Any) -> Any:
+    return round(v, 4) if isinstance(v, float) else v
 
 
 def _num(v: Any) -> str | None:

@@ -3,7 +3,8 @@
 A DP-SGD record (a run record's ``dp`` block, a model folder's ``privnlu.json`` ``privacy.dp``: a
 :class:`~privnlu.training.dp_sgd.DPSGDResult`'s JSON) states its epsilon beside the mechanism it came from: the
 noise multiplier, the Poisson sampling rate, the number of steps, delta and the accountant. :func:`verify_dp_sgd`
-recomputes epsilon from those parameters with the record's own accountant (Opacus's PRV or RDP, as training did)
+recomputes epsilon from those parameters with the record's own accountant (Opacus's PRV or RDP, as training did,
+through :mod:`privnlu.accounting`)
 and refuses, in one line naming where the record came from:
 
 * a field that is missing, not a finite number, or out of range (:data:`RANGES`);
@@ -25,9 +26,9 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 from typing import Any
 
+from .. import accounting
 from ..errors import PrivnluError, require
 from ..params import MAX_EPSILON, MIN_DELTA, checked_number, plural
 
@@ -86,64 +87,21 @@ def accounted_epsilon(z: float, q: float, steps: int, delta: float, accountant: 
     ``delta``; one line (naming ``where``) if the accountant cannot compute it within bounds."""
     try:
         return _accounted(z, q, steps, delta, accountant)
-    except (OverflowError, ZeroDivisionError, ValueError, FloatingPointError, MemoryError, _TooLarge) as exc:
+    except (OverflowError, ZeroDivisionError, ValueError, FloatingPointError, MemoryError, PrivnluError) as exc:
         why = " ".join(str(exc).split())[:120] or type(exc).__name__
         raise PrivnluError(f"{where or 'DP-SGD'}: cannot verify the DP-SGD epsilon of noise multiplier {z:.4g}, "
                            f"sampling rate {q:.4g}, {plural(steps, 'step')}, delta {delta:g} ({why})") from None
 
 
-class _TooLarge(Exception):
-    pass
-
-
 @functools.lru_cache(maxsize=256)
 def _accounted(z: float, q: float, steps: int, delta: float, accountant: str) -> float:
-    from opacus.accountants import create_accountant
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the PRV accountant's log(1 - q) at q = 1
-        acc = create_accountant(accountant)
-        acc.history = [(z, q, steps)]
-        if accountant == "prv":
-            eps_error = _prv_error(z, q, steps, delta)
-            if eps_error > EPS_ERROR:  # a coarser mesh: its lower bound, never above the true epsilon
-                delta_error = delta / 1000
-                dprv = acc._get_dprv(eps_error=eps_error, delta_error=delta_error)
-                eps = float(dprv.compute_epsilon(delta, delta_error, eps_error)[0])
-            else:
-                eps = float(acc.get_epsilon(delta))
-        else:
-            eps = float(acc.get_epsilon(delta))
+    """:mod:`privnlu.accounting`'s ``opacus-prv`` (on a mesh of at most :data:`MAX_PRV_POINTS` points) or
+    ``opacus-rdp`` accountant."""
+    options = {"max_points": MAX_PRV_POINTS} if accountant == "prv" else {}
+    eps = accounting.epsilon(accounting.gaussian_event(z, q, steps), delta, f"opacus-{accountant}", **options)
     if not math.isfinite(eps):
         raise ValueError("not finite")
     return eps
-
-
-#: Opacus's default error of the PRV accountant's epsilon (``PRVAccountant.get_epsilon``)
-EPS_ERROR = 0.01
-
-
-def _prv_points(z: float, q: float, steps: int, delta: float, eps_error: float) -> float:
-    """Points of the PRV accountant's discretised domain (Opacus's own domain and mesh, computed before any
-    allocation)."""
-    from opacus.accountants.analysis.prv import PoissonSubsampledGaussianPRV, compute_safe_domain_size
-
-    delta_error = delta / 1000  # Opacus's default in PRVAccountant.get_epsilon
-    size = compute_safe_domain_size(prvs=[PoissonSubsampledGaussianPRV(q, z)], max_self_compositions=[steps],
-                                    eps_error=eps_error, delta_error=delta_error)
-    return 2 * size / (eps_error / math.sqrt(steps * math.log(12 / delta_error) / 2))
-
-
-def _prv_error(z: float, q: float, steps: int, delta: float) -> float:
-    """Opacus's epsilon error where its discretisation fits :data:`MAX_PRV_POINTS` points, else the smallest
-    coarser error that fits (its lower bound is then compared: a claim is never refused for the coarser mesh)."""
-    eps_error = EPS_ERROR
-    for _ in range(4):
-        points = _prv_points(z, q, steps, delta, eps_error)
-        if points <= MAX_PRV_POINTS:
-            return eps_error
-        eps_error *= 1.2 * points / MAX_PRV_POINTS
-    raise _TooLarge(f"the PRV accountant would need {points:.3g} points, more than {MAX_PRV_POINTS:g}")
 
 
 def is_dp_sgd(dp: Any) -> bool:

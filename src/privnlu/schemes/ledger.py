@@ -25,7 +25,8 @@ budget fits only one at a time cannot both pass), and marked *committed* once it
   - TextHide: "no formal guarantee".
 
 Composition (:meth:`Ledger.compose`). For every example, the releases it took
-part in compose: the DP events by the PLD accountant (``ComposedDpEvent``), the
+part in compose: the DP events (:mod:`privnlu.accounting`, each release's
+:meth:`~.base.Scheme.dp_event` in its JSON form) by the PLD accountant (``ComposedDpEvent``), the
 d_chi releases additively (``k`` releases at ``eta_1..eta_k`` of the same example
 are ``(sum eta_i)``-d_chi for the same metric). A dataset's figure is the worst
 example's. A release with no formal guarantee makes the example's guarantee
@@ -44,13 +45,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import accounting
+from ..accounting import event_from_json
 from ..errors import PrivnluError, require
 from ..params import check_privacy_params
 from . import ledger_store as store
-from .base import Scheme
+from .base import NO_GUARANTEE, Scheme
 
 FORMAT = store.FORMAT
-NO_GUARANTEE = "no formal guarantee"
 DEFAULT_DELTA = 1e-5
 
 
@@ -98,54 +100,25 @@ class Release:
 
 def release_of(scheme: Scheme, command: str, dataset_name: str, output: str, *, calibration: Any = None,
                model: str = "the encoder") -> Release:
-    """The ledger's record of a release under ``scheme``: a DP release from its
-    :class:`~privnlu.mechanisms.dp.Calibration` (``calibration``), a d_chi release from its eta over ``model``'s
-    embedding space, any other scheme as one with no formal guarantee."""
-    if scheme.formal == "dp" and scheme.release == "model":  # DP-SGD: the model, from its DPSGDResult JSON
-        c = calibration
-        return Release(command, dataset_name, "dp", scheme.name, c["epsilon"], c["delta"],
-                       [{"kind": "poisson-gaussian", "noise_multiplier": c["noise_multiplier"],
-                         "sample_rate": c["sample_rate"], "count": c["steps"]}],
-                       meaning=f"({c['epsilon']:.4g}, {c['delta']:g})-DP per example for the trained model (DP-SGD, "
-                               f"{c['steps']} Poisson-sampled steps at q = {c['sample_rate']:.4g}, noise multiplier "
-                               f"{c['noise_multiplier']:.4g})", output=output)
-    if scheme.formal == "dp":
-        mech = calibration.mechanism
-        label = calibration.to_json()["label"]
-        return Release(command, dataset_name, "dp", f"{scheme.name}-{mech.kind}-{calibration.calibration}",
-                       calibration.epsilon, calibration.delta,
-                       [{"kind": mech.kind, "noise_multiplier": mech.noise_multiplier,
-                         "count": calibration.participations}],
-                       meaning=f"({calibration.epsilon:.4g}, {calibration.delta:g})-DP per example for the whole "
-                               f"release ({label})", output=output)
-    if scheme.formal == "metric-dp":
-        g = scheme.guarantee(model=model)
-        return Release(command, dataset_name, "metric-dp", scheme.name, eta=g.eta, output=output, meaning=g.text)
-    return Release(command, dataset_name, "none", scheme.label, meaning=NO_GUARANTEE, output=output)
+    """The ledger's record of a release under ``scheme``: a DP release with the scheme's DP event
+    (:meth:`~.base.Scheme.dp_event`) from its :class:`~privnlu.mechanisms.dp.Calibration` (``calibration``; DP-SGD:
+    its :class:`~privnlu.training.dp_sgd.DPSGDResult` JSON), a d_chi release from its eta over ``model``'s embedding
+    space, any other scheme as one with no formal guarantee."""
+    return Release(command, dataset_name, output=output, **scheme.ledger_entry(calibration=calibration, model=model))
 
 
 def _event(ev: dict):
-    """The dp-accounting event of a recorded one: ``count`` compositions of a Gaussian or Laplace mechanism, or of a
-    Poisson-subsampled Gaussian (DP-SGD's step, sampling rate ``sample_rate``)."""
-    import dp_accounting
-
-    kind = "gaussian" if ev["kind"] == "poisson-gaussian" else ev["kind"]
-    base = (dp_accounting.GaussianDpEvent if kind == "gaussian" else dp_accounting.LaplaceDpEvent)(ev["noise_multiplier"])
-    if ev["kind"] == "poisson-gaussian":
-        base = dp_accounting.PoissonSampledDpEvent(float(ev["sample_rate"]), base)
-    return dp_accounting.SelfComposedDpEvent(base, int(ev["count"]))
+    """The dp-accounting event of a recorded one (:func:`privnlu.accounting.event_from_json`): ``count``
+    compositions of a Gaussian or Laplace mechanism, or of a Poisson-subsampled Gaussian (DP-SGD's step, sampling
+    rate ``sample_rate``)."""
+    return event_from_json(ev)
 
 
 def compose_events(events: list[dict], delta: float) -> float:
     """Epsilon at ``delta`` of the composition of the recorded events (PLD accountant, RDP fallback)."""
-    import dp_accounting
-
-    from ..mechanisms.dp import pld_epsilon
-
     if not events:
         return 0.0
-    scale = max((ev["noise_multiplier"] ** -2 if ev["kind"] != "laplace" else 1 / ev["noise_multiplier"]) for ev in events)
-    return pld_epsilon(dp_accounting.ComposedDpEvent([_event(e) for e in events]), delta, loss_scale=scale, interval=1e-3)
+    return accounting.epsilon(accounting.compose([_event(e) for e in events]), delta, "pld", interval=1e-3)
 
 
 class Ledger:

@@ -19,6 +19,8 @@ class NoPrivacy(Scheme):
     aliases = ("null",)  # Qu et al.'s "Null Privacy" fine-tuning mode
     level = "none"
     federated = True
+    private = False
+    finetune_mode = "null"  # Qu et al.'s "Null Privacy"
     threat = ThreatModel(
         releases="the clean sentence representations (or the text itself)",
         adversary="anyone who receives the release",
@@ -34,10 +36,6 @@ class NoPrivacy(Scheme):
 
     def guarantee(self, **context: Any) -> Guarantee:
         return Guarantee("none", "none (no privatization)")
-
-    def hider(self, *, dim: int, rng: Any, epochs: int = 1, public: Any = None, pool: Any = None) -> None:
-        """No encoding: training sees the clean representations."""
-        return None
 
     def release_hider(self, *, dim: int, rng: Any, epochs: int = 1, public: Any = None, pool: Any = None) -> Any:
         """A release without privacy: the (m, k) = (0, 1) identity encoding, which writes the clean representations

@@ -8,7 +8,8 @@ results record, a model's ``privnlu.json`` privacy block or an audit point, in t
 from __future__ import annotations
 
 import sys
-from typing import Any, TypeVar
+from contextlib import contextmanager
+from typing import Any, Iterator, TypeVar
 
 from ..errors import PrivnluError
 from ..params import Option
@@ -29,6 +30,25 @@ def register(cls: S) -> S:
     for alias in cls.aliases:
         ALIASES[alias] = cls.name
     return cls
+
+
+def unregister(cls: type[Scheme]) -> None:
+    """Remove a scheme (and its aliases) from the registry."""
+    if SCHEMES.get(cls.name) is cls:
+        del SCHEMES[cls.name]
+    for alias in cls.aliases:
+        if ALIASES.get(alias) == cls.name:
+            del ALIASES[alias]
+
+
+@contextmanager
+def registered(cls: S) -> Iterator[S]:
+    """A scheme in the registry for the ``with`` block only (a plug-in, or a test's scheme)."""
+    register(cls)
+    try:
+        yield cls
+    finally:
+        unregister(cls)
 
 
 def names() -> tuple[str, ...]:
@@ -85,10 +105,8 @@ def options(schemes: tuple[str, ...] | None = None) -> tuple[Option, ...]:
 def for_finetune_mode(mode: str) -> type[Scheme]:
     """The scheme of a fine-tuning mode of Qu et al.'s Table 4 (``null`` is no privacy; ``privnlu dchi finetune``)."""
     for cls in SCHEMES.values():
-        if getattr(cls, "finetune_mode", None) == mode:
+        if cls.finetune_mode == mode:
             return cls
-    if mode == "null":
-        return SCHEMES["none"]
     raise PrivnluError(f"unknown fine-tuning mode '{mode}'")
 
 

@@ -1,6 +1,6 @@
-"""Training on privatized data and releasing it: the engine (:mod:`.engine`), the shared training loop
-(:mod:`.trainer`), releases (:mod:`.release`), private fine-tuning and pretraining under d_chi, model export and
-prediction.
+"""Training on privatized data: the engine (:mod:`.engine`), the shared training loop (:mod:`.trainer`), private
+fine-tuning and pretraining under d_chi. The data owner's release is :mod:`privnlu.owner`; a trained model's folder
+(export, card, prediction) is :mod:`privnlu.model_folder`.
 
 The package's names are imported on first use: its settings (:mod:`.settings`) stay importable without torch, which
 the command line reads to build its options.

@@ -25,9 +25,11 @@ from collections.abc import Sequence
 
 import torch
 
+from ..models.padding import pad  # noqa: F401 (re-exported)
+
 #: Batches per length bucket: larger buckets mix more lengths into each batch (more padding, more randomness).
 #: With 10, a batch of 32 is drawn from 320 examples of similar length; padding is 1-4% on 20,000-67,000
-#: SST-2-like lengths (tests/test_batching.py, benchmarks/bench_finetune.py).
+#: SST-2-like lengths (tests/unit/training/test_batching.py, benchmarks/bench_finetune.py).
 BUCKET_BATCHES = 10
 
 
@@ -72,17 +74,6 @@ def count_batches(n: int, batch_size: int, min_size: int = 1) -> int:
     if rest >= min_size:
         return full + 1
     return full if full > 0 else 0
-
-
-def pad(seqs: Sequence[torch.Tensor], value: float = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad 1-d (L,) or 2-d (L, n) tensors to the longest in the batch; also the attention mask (B, L_max)."""
-    width = max(len(s) for s in seqs)
-    out = seqs[0].new_full((len(seqs), width, *seqs[0].shape[1:]), value)
-    mask = torch.zeros(len(seqs), width, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        out[i, : len(s)] = s
-        mask[i, : len(s)] = 1
-    return out, mask
 
 
 def padded_cells(lengths: Sequence[int] | torch.Tensor, batches: Sequence[torch.Tensor]) -> int:

@@ -46,6 +46,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
+from .. import accounting
 from ..errors import PrivnluError, require, require_choice, require_learning_rate
 from ..models.encoder import SentenceEncoder
 from ..models.heads import MLPHead
@@ -372,9 +373,7 @@ def _train(model: nn.Module, groups: list[dict], n: int,
                 tqdm.write(epoch_line(entry, config.epochs), file=sys.stderr)
     plain = private.module.to_standard_module()
     plain.eval()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the PRV accountant's log(1 - q) at q = 1 (a batch of everything)
-        epsilon = float(private.engine.get_epsilon(delta))
+    epsilon = accounted_epsilon(steps_event(private.engine.accountant.history), delta, config.accountant)
     return DPSGDResult(model=plain, epsilon=epsilon, delta=delta,
                        noise_multiplier=float(sigma), sample_rate=plan["sample_rate"], steps=steps,
                        accountant=config.accountant, history=history,
@@ -404,16 +403,25 @@ def calibrate(epsilon: float, delta: float, sample_rate: float, steps: int, acco
     """The smallest noise multiplier (Opacus's search, to 0.01 in epsilon) for ``(epsilon, delta)`` after ``steps``
     Poisson-sampled steps at ``sample_rate``; remembered per process (the search takes seconds, and reference
     models of an audit ask for the same noise again)."""
-    from opacus.accountants.utils import get_noise_multiplier
-
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return float(get_noise_multiplier(target_epsilon=epsilon, target_delta=delta, sample_rate=sample_rate,
-                                              steps=steps, accountant=accountant))
-    except ValueError as exc:
+        return accounting.noise_for(epsilon, delta, lambda z: accounting.gaussian_event(z, sample_rate, steps),
+                                    f"opacus-{accountant}")
+    except PrivnluError as exc:
+        why = str(exc).partition(" (")[2].removesuffix(")") or str(exc)
         raise PrivnluError(f"no noise multiplier reaches epsilon = {epsilon:g} at delta = {delta:g} over {steps} "
-                           f"steps ({exc})") from None
+                           f"steps ({why})") from None
+
+
+def steps_event(history: Sequence[tuple[float, float, int]]):
+    """The DP event of Opacus's accountant history: ``(noise multiplier, sampling rate, steps)`` per kind of
+    Poisson-sampled Gaussian step."""
+    return accounting.compose([accounting.gaussian_event(z, q, n) for z, q, n in history])
+
+
+def accounted_epsilon(event, delta: float, accountant: str) -> float:
+    """Epsilon at ``delta`` of DP-SGD steps ``event`` with Opacus's ``accountant`` (``prv`` or ``rdp``), as training
+    accounts them (:mod:`privnlu.accounting`)."""
+    return accounting.epsilon(event, delta, f"opacus-{accountant}")
 
 
 @dataclass

@@ -2,10 +2,10 @@
 
 ``train``, ``encode``, ``sweep``, ``audit`` and the paper recipes all go through :func:`prepare` (load data, encode
 or read the feature cache) and :func:`train_run` (one run under one scheme), so none of them repeats this logic.
-The scheme comes from the registry (:mod:`privnlu.schemes`): a representation scheme encodes every training batch
-with fresh one-time keys (``scheme.hider``); a d_chi scheme releases the data once before training
-(``scheme.release_features``); a scheme that releases only the model (``release == "model"``, DP-SGD) trains it
-with :mod:`.dp_sgd`.
+The scheme comes from the registry (:mod:`privnlu.schemes`) and says what happens: a per-batch encoding scheme
+encodes every training batch with fresh one-time keys (``scheme.hider``); a scheme released once privatizes the
+data before training (``scheme.release_data``); a scheme with a private optimizer (``scheme.private_training``,
+DP-SGD) trains the model with :mod:`.dp_sgd`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ..data.tasks import TaskSpec
 from ..errors import PrivnluError, require_at_least_one, require_choice
 from ..io import write_json_atomic
 from ..mechanisms.dp import DPSettings
-from ..mechanisms.texthide import MaskPool, TextHide, check_k
+from ..mechanisms.texthide import MaskPool, TextHide
 from ..models import FeatureCache, MLPHead, config_summary, load_encoder
 from ..models.encoder import SentenceEncoder, public_model_name, resolve_pooling
 from ..models.features import extract_features
@@ -70,11 +70,7 @@ class RunSpec:
             raise PrivnluError(f"a run's scheme is a privnlu.schemes scheme, not {self.scheme!r}")
         object.__setattr__(self, "bf16", resolve_bf16(self.bf16, self.device))
         object.__setattr__(self, "pooling", resolve_pooling(self.model, self.pooling))
-        if self.scheme.release == "per-batch":
-            check_k(self.scheme.n_private, self.train.batch_size)  # validate before any work
-        if self.scheme.release == "once" and self.mode != "frozen":
-            raise PrivnluError(f"{self.scheme.name} releases privatized data once, which a frozen encoder's head is "
-                               "trained on; to fine-tune the encoder under d_chi use 'privnlu dchi finetune'")
+        self.scheme.check_run(mode=self.mode, batch_size=self.train.batch_size)  # validate before any work
         require_at_least_one(self, "max_length", "public_size", "encode_batch_size")
         if not self.encoder_lr > 0:
             raise PrivnluError(f"the encoder learning rate must be positive, not {self.encoder_lr}")
@@ -82,7 +78,7 @@ class RunSpec:
     @property
     def inter(self) -> bool:
         """True if the scheme mixes in a public corpus (its representations are then prepared too)."""
-        return bool(getattr(self.scheme, "inter", False))
+        return self.scheme.mixes_public
 
     @property
     def variant(self) -> str:
@@ -98,11 +94,10 @@ class RunSpec:
         d = asdict(replace(self, scheme=NoPrivacy()))
         del d["scheme"]
         s = self.scheme
-        settings = getattr(s, "settings", None)  # DP instance encoding's DPSettings; DP-SGD has its parameters
-        dp = asdict(settings) if settings is not None else s.params() if s.formal == "dp" else None
-        eta = {"eta": s.eta} if getattr(s, "eta", None) is not None else {}
+        dp = s.record_dp()  # DP instance encoding's DPSettings; DP-SGD has its parameters
+        eta = {"eta": s.params()["eta"]} if s.params().get("eta") is not None else {}
         return {"task": d.pop("task"), "model": d.pop("model"), "pooling": d.pop("pooling"), "scheme": s.name,
-                "m": m_label(getattr(s, "m", 0)), "k": getattr(s, "k", 1), "inter": self.inter, **eta, **d, "dp": dp}
+                **s.record_fields(), "inter": self.inter, **eta, **d, "dp": dp}
 
 
 @dataclass
@@ -142,25 +137,25 @@ def prepare(spec: RunSpec, *, progress: bool = True, encoder: SentenceEncoder | 
     eval_x = {s: cache.get(enc, ds, **kw).features for s, ds in evals.items()}
     public_x = cache.get(enc, public_ds, **kw).features if public_ds is not None else None
     prep = Prepared(task, enc, train, evals, train_x, eval_x, public_x, None)
-    return release_once(spec, prep, progress=progress) if spec.scheme.release == "once" else prep
+    return release_once(spec, prep, progress=progress)
 
 
 def release_once(spec: RunSpec, prep: Prepared, *, rng: SecretGenerator | None = None, progress: bool = True,
                  keep: torch.Tensor | None = None) -> Prepared:
-    """``prep`` with every split replaced by its release under the spec's scheme (d_chi: privatized once on the
-    user's side, fresh noise, as the provider's frozen encoder represents it); ``keep``: train rows whose release
-    the caller keeps (the audit's attacked sentences), in ``prep.released``."""
-    from ..mechanisms.dchi import TokenSpace
-
-    assert prep.train_x is not None
-    rng = rng or SecretGenerator(spec.train.seed, warn=False)
-    space = TokenSpace.from_model(prep.encoder.model, prep.encoder.tokenizer)
-    kw = dict(max_length=spec.max_length, batch_size=spec.encode_batch_size, progress=progress)
-    train = spec.scheme.release_features(prep.encoder, space, prep.train, prep.train_x, rng, keep=keep,
-                                         desc=f"{spec.scheme.label} train", **kw)
-    evals = {s: spec.scheme.release_features(prep.encoder, space, ds, prep.eval_x[s], rng, desc=f"{spec.scheme.label} {s}",
-                                             **kw).features for s, ds in prep.evals.items()}
-    return replace(prep, train_x=train.features, eval_x=evals, released=train)
+    """``prep`` with every split replaced by its release under the spec's scheme where the scheme releases the data
+    once (d_chi: privatized once on the user's side, fresh noise, as the provider's frozen encoder represents it),
+    else ``prep`` itself; ``keep``: train rows whose release the caller keeps (the audit's attacked sentences), in
+    ``prep.released``."""
+    if prep.train_x is None:
+        return prep
+    splits = {"train": (prep.train, prep.train_x), **{s: (ds, prep.eval_x[s]) for s, ds in prep.evals.items()}}
+    out = spec.scheme.release_data(prep.encoder, splits, rng or SecretGenerator(spec.train.seed, warn=False),
+                                   keep=keep, max_length=spec.max_length, batch_size=spec.encode_batch_size,
+                                   progress=progress)
+    if out is None:
+        return prep
+    train = out.pop("train")
+    return replace(prep, train_x=train.features, eval_x={s: r.features for s, r in out.items()}, released=train)
 
 
 def split_release(prep: Prepared, split: str) -> tuple[TextDataset, torch.Tensor, torch.Tensor]:
@@ -180,8 +175,6 @@ def make_hider(spec: RunSpec, dim: int, rng: SecretGenerator, public_x: torch.Te
                pool: MaskPool | None = None) -> TextHide | None:
     """The spec's per-batch encoder of private representations (TextHide, DP TextHide calibrated for the whole run),
     or None where training sees the representations as prepared."""
-    if spec.scheme.release != "per-batch":
-        return None
     return spec.scheme.hider(dim=dim, rng=rng, epochs=spec.train.epochs, public=public_x, pool=pool)
 
 
@@ -234,7 +227,7 @@ def train_run(
     head = head.to(spec.device)
     pool = None
     key_path = run_dir / "key.pt" if run_dir is not None else None
-    if spec.scheme.release == "per-batch" and key_path is not None and resume and key_path.exists():
+    if key_path is not None and resume and key_path.exists():
         pool = MaskPool.load(key_path)
     hider = make_hider(spec, dim, rng, prep.public_x, pool)
     if hider is not None and key_path is not None and hider.pool.masks is not None and pool is None:
@@ -245,8 +238,9 @@ def train_run(
                   checkpoint=run_dir / "checkpoint.pt" if run_dir is not None else None)
 
     encoder = prep.encoder
-    dp = cal.to_json() if (cal := getattr(hider, "calibration", None)) is not None else None
-    if spec.scheme.release == "model":  # the model is trained privately (DP-SGD)
+    # the calibration of the noise (DP instance encoding), else the scheme's own DP settings (a scheme released once)
+    dp = cal.to_json() if (cal := getattr(hider, "calibration", None)) is not None else spec.scheme.record_dp()
+    if spec.scheme.private_training() is not None:  # the model is trained privately (DP-SGD)
         head, encoder, result = _fit_dp_sgd(spec, prep, head, eval_labels, progress)
         history, dp, earlier = result.history, result.to_json(), 0.0
     elif spec.mode == "frozen":
@@ -275,8 +269,7 @@ def train_run(
         "task": task.name,
         "variant": spec.variant,
         "scheme": spec.scheme.name,
-        "m": m_label(getattr(spec.scheme, "m", 0)),
-        "k": getattr(spec.scheme, "k", 1),
+        **spec.scheme.record_fields(),
         "inter": spec.inter,
         "mode": spec.mode,
         "metric": task.metric,
@@ -295,7 +288,7 @@ def train_run(
         "seconds": round(time.time() - t0 + earlier, 2),  # with the epochs of earlier calls a resumed run kept
     }
     if run_dir is not None and not scratch:
-        from .export import export_run_model
+        from ..model_folder.export import export_run_model
 
         export_run_model(run_dir / MODEL_DIR, record=record, head=head, encoder=encoder,
                          label_names=task.label_names, pair=prep.train.is_pair,
@@ -317,11 +310,8 @@ def train(spec: RunSpec, run_dir: str | Path, *, resume: bool = False, overwrite
     run_dir = Path(run_dir)
     check_run_dir(run_dir, resume=resume, overwrite=overwrite)
     pending = _ledger_check(spec, run_dir, ledger) if ledger is not None else None  # counts against the budget
-    if spec.mode == "joint" and spec.scheme.formal != "none" and spec.scheme.guarantee(joint=True).kind == "none":
-        what = "DP" if spec.scheme.formal == "dp" else "formal"
-        log(f"warning: --scheme {spec.scheme.name} with --mode joint gives no {what} guarantee "
-            f"({spec.scheme.guarantee(joint=True).text}); use --mode frozen (or an encoder fine-tuned on public data) "
-            "for a release with the guarantee")
+    if spec.mode == "joint" and (warning := spec.scheme.joint_warning()) is not None:
+        log(warning)
     with pending or contextlib.nullcontext():  # a run that fails before its model is written drops the record
         prep = prepare(spec, progress=progress, refresh_cache=refresh_cache)
         rec = train_run(spec, prep, out=run_dir / "result.json", run_dir=run_dir, resume=resume, progress=progress)
@@ -342,12 +332,12 @@ def _ledger_check(spec: RunSpec, run_dir: Path, ledger: str | Path):
     _, train_ds, _ = load_splits(spec)
     book, hashes = Ledger.open(ledger), dataset_hashes(train_ds)
     planned = None
-    if spec.scheme.release == "model":  # the noise DP-SGD will use, calibrated as training will calibrate it
+    if (refusal := spec.scheme.ledger_train_refusal()) is not None:
+        raise PrivnluError(refusal)
+    if (private := spec.scheme.private_training()) is not None:  # the noise DP-SGD will use, as training calibrates it
         from .dp_sgd import plan_noise
 
-        planned = {"epsilon": spec.scheme.epsilon, **plan_noise(len(train_ds), dp_sgd_config(spec))}
-    elif spec.scheme.formal == "dp":
-        raise PrivnluError(f"--ledger with {spec.scheme.name}: record its encodings with privnlu dp encode --ledger")
+        planned = {"epsilon": private["epsilon"], **plan_noise(len(train_ds), dp_sgd_config(spec))}
     return book.begin(release_of(spec.scheme, "train", f"{spec.task}/train", str(run_dir / MODEL_DIR),
                                  calibration=planned), hashes)
 
@@ -386,9 +376,10 @@ def dp_sgd_config(spec: RunSpec):
     rate, batch size and seed."""
     from .dp_sgd import DPSGDConfig
 
-    s, cfg = spec.scheme, spec.train
-    return DPSGDConfig(epsilon=s.epsilon, delta=s.delta, clip=s.clip, accountant=s.accountant, epochs=cfg.epochs,
-                       batch_size=cfg.batch_size, lr=cfg.lr, seed=cfg.seed)
+    private, cfg = spec.scheme.private_training(), spec.train
+    if private is None:
+        raise PrivnluError(f"{spec.scheme.name} has no private optimizer")
+    return DPSGDConfig(**private, epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, seed=cfg.seed)
 
 
 def _fit_dp_sgd(spec: RunSpec, prep: Prepared, head: torch.nn.Module, eval_labels: dict, progress: bool):

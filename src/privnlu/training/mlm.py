@@ -45,7 +45,8 @@ from ..choices import MLM_INPUT_MECHANISMS, MLM_OBJECTIVES
 from ..data import load_public_corpus
 from ..errors import PrivnluError
 from ..io import is_pickle, write_atomic, write_json_atomic
-from ..mechanisms.dchi import TokenSpace, m_rep, m_txt, privatized_positions
+from ..mechanisms.dchi import TokenSpace, m_txt, privatized_positions
+from ..mechanisms.dchi_modes import mechanism as dchi_mechanism
 from ..models import checkpoint
 from ..models.checkpoint import Checkpoint
 from ..models.precision import autocast, resolve_bf16
@@ -159,11 +160,12 @@ def make_batch(space: TokenSpace, ids: torch.Tensor, attention_mask: torch.Tenso
         if objective == "probability":
             draw_ids = original.unsqueeze(1).repeat(1, draws)
     else:
-        if mechanism == "text":
-            inp = m_txt(space, ids, eta, rng, attention_mask)
+        mech = dchi_mechanism(mechanism)
+        if mech.sends_tokens:
+            inp = mech.tokens(space, ids, eta, rng, attention_mask)
             perturbed = inp[masked]
         else:
-            embeds = m_rep(space, ids, eta, rng, attention_mask)
+            embeds = mech.tokens(space, ids, eta, rng, attention_mask)
             if objective == "vanilla":
                 perturbed = space.nearest(embeds[masked])
         if objective == "probability":
@@ -414,7 +416,7 @@ class Pretrainer:
         return state
 
     def _finish(self, state: dict, seconds: float) -> dict:
-        from .export import export_pretrained_encoder
+        from ..model_folder.export import export_pretrained_encoder
 
         rec = self._record(state, finished=True, seconds=seconds)
         shutil.rmtree(self.out / ".encoder.tmp", ignore_errors=True)  # left by an older privnlu's interrupted run

@@ -44,34 +44,25 @@ from ..data import metrics as glue_metrics
 from ..data.tasks import TaskSpec
 from ..errors import PrivnluError
 from ..io import write_secret
-from ..mechanisms.dchi import TokenSpace, m_rep, m_seq, m_txt
+from ..mechanisms.dchi import TokenSpace
+from ..mechanisms.dchi_modes import FinetuneMode, finetune_mode
 from ..models import MLPHead, load_encoder
 from ..models import checkpoint as ckpt
 from ..models.bilstm import BiLSTMEncoder
-from ..models.encoder import SentenceEncoder, pool
-from ..models.features import extract_features
-from ..models.precision import autocast, resolve_bf16
+from ..models.heads import Classifier  # noqa: F401 (re-exported)
+from ..models.encoder import SentenceEncoder
+from ..models.precision import resolve_bf16
+from ..model_folder.dchi_inputs import Split, forward, logits_in_order, privatize_split, tokenize_texts
 from ..rng import SecretGenerator, derive_seed, seeded_torch
 from ..schemas import shareable
 from ..schemes import for_finetune_mode
-from .batching import bucket_batches, count_batches, pad
+from .batching import bucket_batches, count_batches
 from .losses import targets_from_labels, task_loss
 from .settings import FinetuneConfig, GridSettings  # noqa: F401 (re-exported)
 from .trainer import linear_warmup
 
 MODES = FINETUNE_MODES
 ENCODERS = FINETUNE_ENCODERS
-PRIVATIZE_CHUNK = 256
-
-
-@dataclass
-class Split:
-    """A tokenized split: per example ids and segment ids ([CLS] a [SEP] (b [SEP])), labels, and clean h(x)."""
-
-    ids: list[torch.Tensor]
-    types: list[torch.Tensor]
-    labels: torch.Tensor
-    features: torch.Tensor | None = None
 
 
 @dataclass
@@ -113,66 +104,16 @@ def _tokenize(enc: SentenceEncoder, ds: TextDataset, max_length: int, features: 
                           features_encoder=enc if features else None)
 
 
-def tokenize_texts(tokenizer, texts_a: list[str], texts_b: list[str] | None, labels: torch.Tensor, *,
-                   max_length: int, features_encoder: SentenceEncoder | None = None) -> Split:
-    """A :class:`Split` of texts (pairs): ids and segment ids, and with ``features_encoder`` the user-side
-    ``h(x)`` (sequence mode). Training, evaluation and ``privnlu predict`` tokenize the same way."""
-    tok = tokenizer(texts_a, texts_b, truncation=True, max_length=max_length)
-    types = tok.get("token_type_ids") or [[0] * len(x) for x in tok["input_ids"]]
-    feats = (extract_features(features_encoder, texts_a, texts_b, max_length=max_length, progress=False)
-             if features_encoder is not None else None)
-    return Split([torch.tensor(x) for x in tok["input_ids"]], [torch.tensor(t) for t in types], labels, feats)
-
-
 # -- the user side ----------------------------------------------------------
 
-def privatize_split(split: Split, mode: str, space: TokenSpace, eta: float | None, rng: SecretGenerator,
-                    pad_id: int) -> list[torch.Tensor]:
-    """What the user sends for each example: clean ids, M_txt ids, M_rep embeddings (L, n), or M_seq (d,)."""
-    if mode == "null":
-        return list(split.ids)
-    assert eta is not None
-    if mode == "sequence":
-        if split.features is None:
-            raise PrivnluError("sequence mode needs the user-side representations (prepare(sequence_features=True))")
-        return list(m_seq(split.features, eta, rng))
-    out: list[torch.Tensor] = []
-    for s in range(0, len(split.ids), PRIVATIZE_CHUNK):
-        chunk = split.ids[s : s + PRIVATIZE_CHUNK]
-        ids, mask = pad(chunk, pad_id)
-        priv = m_txt(space, ids, eta, rng, mask) if mode == "text" else m_rep(space, ids, eta, rng, mask)
-        out += [priv[i, : len(x)] for i, x in enumerate(chunk)]
-    return out
-
-
 # -- the provider side -------------------------------------------------------
-
-class Classifier(nn.Module):
-    """Provider model: an encoder body (HF transformer or BiLSTM) + dropout + a linear layer on ``h(x)``."""
-
-    def __init__(self, body: nn.Module, dim: int, num_outputs: int, *, pooling: str = "cls", dropout: float = 0.1) -> None:
-        super().__init__()
-        self.body = body
-        self.pooling = pooling
-        self.dropout = nn.Dropout(dropout)
-        self.out = nn.Linear(dim, num_outputs)
-
-    def forward(self, *, attention_mask: torch.Tensor, input_ids: torch.Tensor | None = None,
-                inputs_embeds: torch.Tensor | None = None, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        if isinstance(self.body, BiLSTMEncoder):
-            h = self.body(input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds)
-        else:
-            o = self.body(input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds,
-                          token_type_ids=token_type_ids)
-            h = pool(o, attention_mask, self.pooling)
-        return self.out(self.dropout(h))
-
 
 def build_model(prep: Prepared, config: FinetuneConfig) -> tuple[nn.Module, list[dict]]:
     """The provider's model and its optimizer parameter groups; user-side parts get ``requires_grad=False``."""
     num_out = model_outputs(prep.task)
     device = prep.encoder.device
-    if config.mode == "sequence":
+    mode = finetune_mode(config.mode)
+    if mode.on_representation:
         head = MLPHead(prep.encoder.dim, num_out, hidden=(prep.encoder.dim,), dropout=config.dropout).to(device)
         return head, [{"params": list(head.parameters()), "lr": config.head_lr}]
     if config.encoder == "transformer":
@@ -183,56 +124,21 @@ def build_model(prep: Prepared, config: FinetuneConfig) -> tuple[nn.Module, list
                              pad_id=prep.encoder.tokenizer.pad_token_id or 0)
         dim = body.dim
     model = Classifier(body, dim, num_out, pooling=prep.encoder.pooling, dropout=config.dropout).to(device)
-    if config.mode == "token":
+    if mode.sends_embeddings:
         body.get_input_embeddings().weight.requires_grad_(False)  # phi stays on the user side
     body_params = [p for p in body.parameters() if p.requires_grad]
     return model, [{"params": body_params, "lr": config.body_lr},
                    {"params": list(model.out.parameters()), "lr": config.head_lr}]
 
 
-def collate(payload: list[torch.Tensor], types: list[torch.Tensor], mode: str, pad_id: int) -> dict[str, torch.Tensor]:
-    if mode == "token":
-        emb, mask = pad(payload, 0.0)
-        return {"inputs_embeds": emb, "attention_mask": mask, "token_type_ids": pad(types, 0)[0]}
-    ids, mask = pad(payload, pad_id)
-    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": pad(types, 0)[0]}
-
-
-def forward(model: nn.Module, payload: list[torch.Tensor], types: list[torch.Tensor], idx: torch.Tensor, mode: str,
-            pad_id: int, bf16: bool = False) -> torch.Tensor:
-    """Float32 logits of the examples ``idx``, padded to the longest in the batch; the model under bf16 autocast
-    when ``bf16``."""
-    device = next(model.parameters()).device
-    with autocast(device, bf16):
-        if mode == "sequence":
-            return model(torch.stack([payload[i] for i in idx.tolist()]).to(device)).float()
-        batch = collate([payload[i] for i in idx.tolist()], [types[i] for i in idx.tolist()], mode, pad_id)
-        return model(**{k: v.to(device) for k, v in batch.items()}).float()
-
-
 @torch.no_grad()
-def evaluate(model: nn.Module, payload: list[torch.Tensor], split: Split, task: TaskSpec, mode: str, pad_id: int,
+def evaluate(model: nn.Module, payload: list[torch.Tensor], split: Split, task: TaskSpec, mode: str | FinetuneMode,
+             pad_id: int,
              batch_size: int = 128, bf16: bool = False) -> dict[str, float]:
     """Dev metrics (of :func:`logits_in_order`)."""
     logits = logits_in_order(model, payload, split.types, mode, pad_id, batch_size=batch_size, bf16=bf16)
     pred = logits.squeeze(-1) if task.is_regression else logits.argmax(-1)
     return glue_metrics.compute(task.metric, pred.numpy(), split.labels.numpy())
-
-
-@torch.no_grad()
-def logits_in_order(model: nn.Module, payload: list[torch.Tensor], types: list[torch.Tensor], mode: str, pad_id: int,
-                    *, batch_size: int = 128, bf16: bool = False) -> torch.Tensor:
-    """The model's float32 logits of privatized ``payload`` in eval mode; batches of similar length (sorted), the
-    logits put back in input order. Evaluation and ``privnlu predict`` both use it."""
-    was = model.training
-    model.eval()
-    order = torch.argsort(torch.tensor([len(p) for p in payload]), stable=True) if mode != "sequence" else torch.arange(len(payload))
-    sorted_out = torch.cat([forward(model, payload, types, order[i : i + batch_size], mode, pad_id, bf16).cpu()
-                            for i in range(0, len(payload), batch_size)])
-    logits = torch.empty_like(sorted_out)
-    logits[order] = sorted_out
-    model.train(was)
-    return logits
 
 
 @dataclass
@@ -244,7 +150,7 @@ class FinetuneResult:
 Payloads = tuple[list[torch.Tensor], list[torch.Tensor]]
 
 
-def privatize(prep: Prepared, mode: str, eta: float | None, rng: SecretGenerator) -> Payloads:
+def privatize(prep: Prepared, mode: str | FinetuneMode, eta: float | None, rng: SecretGenerator) -> Payloads:
     """The user side: privatize the train and dev examples once."""
     pad_id = prep.encoder.tokenizer.pad_token_id or 0
     return (privatize_split(prep.train, mode, prep.space, eta, rng, pad_id),
@@ -267,7 +173,7 @@ def finetune(prep: Prepared, config: FinetuneConfig, *, rng: SecretGenerator | N
     privatize_s = time.time() - t0
     targets = targets_from_labels(prep.train.labels, model_outputs(prep.task), regression=prep.task.is_regression)
     n = len(train_x)
-    lengths = None if config.mode == "sequence" else [len(x) for x in train_x]
+    lengths = None if finetune_mode(config.mode).on_representation else [len(x) for x in train_x]
     bf16 = resolve_bf16(config.bf16, prep.encoder.device)
     steps = count_batches(n, config.batch_size) * config.epochs
     shuffle = torch.Generator().manual_seed(config.seed if config.seed is not None else time.time_ns() % 2**62)
@@ -409,14 +315,16 @@ def grid_configs(modes: list[str], encoders: list[str], etas: tuple[float, ...],
     """One :class:`FinetuneConfig` per (mode, eta, encoder), mode and eta outermost (the encoders of a (mode, eta)
     share one privatized copy); the BiLSTM has no sequence mode (it has no pretrained user-side encoder)."""
     out, skipped = [], False
-    for mode in modes:
-        for eta in ([None] if mode == "null" else etas):
+    for name in modes:
+        mode = finetune_mode(name)
+        for eta in (etas if mode.private else [None]):
             for encoder in encoders:
-                if mode == "sequence" and encoder == "bilstm":
+                if mode.on_representation and encoder == "bilstm":
                     skipped = True
                     continue
-                n = {"sequence": sequence_epochs}.get(mode) or (lstm_epochs if encoder == "bilstm" else None) or epochs
-                out.append(FinetuneConfig(mode=mode, encoder=encoder, eta=eta, epochs=n, **config))
+                n = ((sequence_epochs if mode.on_representation else None)
+                     or (lstm_epochs if encoder == "bilstm" else None) or epochs)
+                out.append(FinetuneConfig(mode=mode.name, encoder=encoder, eta=eta, epochs=n, **config))
     if not out:
         raise PrivnluError("nothing to run: the chosen modes and encoders have no valid combination")
     if skipped:
@@ -430,7 +338,7 @@ def run_grid(g: GridSettings, configs: list[FinetuneConfig], out: str | Path, *,
     ``force``); each run's model folder is written before its results JSON (a JSON means the run, and its model,
     are complete). An interrupted run continues from its last epoch on the same privatized data."""
     from ..io import write_json_atomic
-    from .export import export_dchi_model
+    from ..model_folder.export import export_dchi_model
 
     out = Path(out)
     todo = [(c, out / _file_name(g.task, g.tag, c)) for c in configs]
@@ -439,7 +347,7 @@ def run_grid(g: GridSettings, configs: list[FinetuneConfig], out: str | Path, *,
         log(f"all {len(configs)} runs already have results in {out}")
         return []
     prep = prepare(g.task, model=g.model, max_length=g.max_length, train_limit=g.train_limit, dev_limit=g.dev_limit,
-                   data_dir=g.data_dir, sequence_features=any(c.mode == "sequence" for c, _ in todo), device=g.device)
+                   data_dir=g.data_dir, sequence_features=any(finetune_mode(c.mode).on_representation for c, _ in todo), device=g.device)
     rng = SecretGenerator(configs[0].seed, warn=False)
     shared: dict[tuple[str, float | None], Payloads] = {}  # one privatized copy per (mode, eta) for all encoders
     records = []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..errors import PrivnluError
 
-#: the subfolder of a train run that holds its model in the Hugging Face layout (training.export)
+#: the subfolder of a train run that holds its model in the Hugging Face layout (model_folder.export)
 MODEL_DIR = "model"
 #: the files of a run folder; a folder holding any of them holds a run
 RUN_FILES = ("result.json", "checkpoint.json", "checkpoint.safetensors", "checkpoint.pt", "key.pt", MODEL_DIR)

@@ -45,14 +45,17 @@ class FinetuneConfig:
         require_choice("mode", self.mode, FINETUNE_MODES)
         require_choice("--bf16", self.bf16, BF16_MODES)
         require_choice("encoder", self.encoder, FINETUNE_ENCODERS)
-        if self.mode == "null":
+        from ..mechanisms.dchi_modes import finetune_mode  # not at import: the command line reads these options
+
+        mode = finetune_mode(self.mode)
+        if not mode.private:
             if self.eta is not None:
-                raise PrivnluError("mode 'null' takes no eta")
+                raise PrivnluError(f"mode '{mode}' takes no eta")
         elif self.eta is None:
             raise PrivnluError(f"mode '{self.mode}' needs an eta")
         else:
             ETA.require("eta", self.eta)
-        if self.mode == "sequence" and self.encoder == "bilstm":
+        if mode.on_representation and self.encoder == "bilstm":
             raise PrivnluError("mode 'sequence' needs a pretrained user-side encoder; use --encoder transformer")
         require_at_least_one(self, "epochs", "batch_size", "lstm_hidden")
         require_learning_rate(self.lr, self.lstm_lr, self.head_lr)
