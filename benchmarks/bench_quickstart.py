@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -30,7 +29,7 @@ from common import out_dir, save
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
-from test_readme_quickstart import quickstart_blocks  # noqa: E402  (one parser of the README's blocks)
+from test_readme_quickstart import quickstart_blocks, without_comment  # noqa: E402  (one reader of the README)
 
 LIMIT = "--train-limit 2000"
 #: the commands also timed at full size: the data owner's releases and the model builder's central training (the
@@ -53,8 +52,7 @@ def main() -> None:
     a = ap.parse_args()
     exe = shutil.which("privnlu") or str(Path(sys.executable).parent / "privnlu")
     env = {**os.environ, "PATH": f"{Path(exe).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    commands = [re.sub(r"\s+#.*$", "", c) if not c.startswith("printf") else c
-                for block in quickstart_blocks().values() for c in block]
+    commands = [without_comment(c) for block in quickstart_blocks().values() for c in block]
     rows = []
     with tempfile.TemporaryDirectory() as quick, tempfile.TemporaryDirectory() as full:
         # each run starts with an empty feature cache, as on a fresh install: nothing is encoded in advance

@@ -34,9 +34,14 @@ def quickstart_blocks() -> dict[str, list[str]]:
     return blocks
 
 
+def without_comment(command: str) -> str:
+    """A README command without its trailing ``# ...`` comment (a ``printf`` keeps its text as written)."""
+    return command if command.startswith("printf") else re.sub(r"\s+#.*$", "", command)
+
+
 def at_test_size(command: str) -> str:
     """The command with ``--train-limit`` and ``--rounds`` capped at the test's sizes, and its comment dropped."""
-    command = re.sub(r"\s+#.*$", "", command) if not command.startswith("printf") else command
+    command = without_comment(command)
     for flag, cap in CAPS.items():
         command = re.sub(rf"{flag} (\d+)", lambda m, f=flag, c=cap: f"{f} {min(int(m.group(1)), c)}", command)
     return command

@@ -150,11 +150,12 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
     argv = undeprecate(given)
-    if _command_of(argv) in RELEASES:  # the data owner's release, or one of its older names
+    command = _command_of(argv)
+    if command in RELEASES:  # the data owner's release, or one of its older names
         from . import release
 
-        if _command_of(argv) != "release" and argv == given:  # one notice: a deprecated name has had its own
-            sys.stderr.write(release.alias_notice(_command_of(argv)))
+        if command != "release" and argv == given:  # one notice: a deprecated name has had its own
+            sys.stderr.write(release.alias_notice(command))
         try:
             argv = release.rewrite(argv)  # privnlu release --scheme X: the command that writes X's release
         except PrivnluError as exc:

@@ -84,5 +84,6 @@ def _form(name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Reached only when the rewrite did not apply (a scheme name the registry does not know)."""
+    """Not reached from the command line, where :func:`rewrite` replaces ``release`` before parsing (an unknown
+    scheme is refused there); a caller that parses ``release`` itself gets the same refusal."""
     raise PrivnluError(f"unknown scheme {args.scheme!r}")

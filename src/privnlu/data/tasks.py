@@ -45,21 +45,15 @@ _REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
-    """The GLUE data directory (see the module docstring for the search order)."""
-    if data_dir:
-        path = Path(data_dir)
-        if not path.is_dir():
+    """The GLUE data directory: the first folder of :func:`data_dir_search` that exists; a ``--data-dir`` or
+    ``PRIVNLU_DATA`` that is not a folder is an error, not a reason to look further."""
+    for how, path in data_dir_search(data_dir):
+        if path.is_dir():
+            return path
+        if how == "--data-dir":
             raise PrivnluError(f"--data-dir {path} is not a directory")
-        return path
-    env = os.environ.get("PRIVNLU_DATA")
-    if env:
-        path = Path(env)
-        if not path.is_dir():
+        if how == "PRIVNLU_DATA":
             raise PrivnluError(f"PRIVNLU_DATA={path} is not a directory")
-        return path
-    for _, cand in default_data_dirs():
-        if cand.is_dir():
-            return cand
     raise PrivnluError("no GLUE data directory: pass --data-dir or set PRIVNLU_DATA")
 
 
@@ -71,7 +65,8 @@ def default_data_dirs() -> list[tuple[str, Path]]:
 
 
 def data_dir_search(data_dir: str | Path | None = None) -> list[tuple[str, Path]]:
-    """Every place :func:`resolve_data_dir` looks, in its order: ``--data-dir``, ``PRIVNLU_DATA``, the defaults."""
+    """Every place :func:`resolve_data_dir` looks, in its order, each with how it was named: ``--data-dir``,
+    ``PRIVNLU_DATA``, then the defaults (a folder named twice is listed once)."""
     out: list[tuple[str, Path]] = []
     if data_dir:
         out.append(("--data-dir", Path(data_dir)))
